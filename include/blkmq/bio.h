@@ -1,0 +1,76 @@
+// The bio: one I/O as a submitter describes it.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+
+#include "blkmq/ioctx.h"
+#include "blkmq/status.h"
+
+namespace blkmq {
+
+constexpr unsigned kSectorShift = 9;  // sectors are always 512 bytes
+constexpr uint32_t kSectorSize = 1u << kSectorShift;
+
+enum class ReqOp : uint8_t {
+  read = 0,
+  write = 1,
+  flush = 2,         // empty cache flush (no data)
+  discard = 3,       // no data vector
+  write_zeroes = 4,  // no data vector
+};
+constexpr bool op_is_write(ReqOp op) { return op != ReqOp::read; }
+constexpr bool op_has_data(ReqOp op) { return op == ReqOp::read || op == ReqOp::write; }
+
+// Bio flags (REQ_* analogues).
+enum BioFlag : uint32_t {
+  kBioSync = 1u << 0,      // the submitter waits for it (reads are always sync)
+  kBioFua = 1u << 1,       // forced unit access: durable when it completes
+  kBioPreflush = 1u << 2,  // flush the device cache before this write
+  kBioNomerge = 1u << 3,   // never merge with another bio or request
+  kBioNowait = 1u << 4,    // fail with BlkStatus::again rather than sleep for a tag or a freeze
+  kBioPolled = 1u << 5,    // completion is reaped by Queue::poll on a poll queue
+  kBioMeta = 1u << 6,      // metadata (informational)
+};
+
+struct Bio;
+// Called exactly once per submitted bio, with bio->status set. Context: any
+// (task, softirq or hardirq); must not block for long, must not submit to the
+// same queue synchronously when called from hardirq/softirq context. The bio
+// may be reused or freed by the callback.
+using BioEndIo = void (*)(Bio* bio);
+
+// A bio. The submitter owns the memory and keeps it (and its data vector and
+// buffers) alive until end_io runs. A bio may be split by the core; the
+// caller sees one end_io for the original bio.
+struct Bio {
+  ReqOp op = ReqOp::read;
+  uint32_t flags = 0;
+  uint16_t ioprio = kIoprioDefault;   // what mq-deadline's priority levels read
+  uint64_t sector = 0;                // start, in 512-byte sectors
+  uint32_t size = 0;                  // bytes; a multiple of the logical block size
+  const iovec* vec = nullptr;         // data segments; sum of lengths == size
+  uint16_t nr_vecs = 0;
+  IoContext* ioc = nullptr;           // null: the submitting thread's context
+  BioEndIo end_io = nullptr;          // required
+  void* private_data = nullptr;       // caller's cookie
+  BlkStatus status = BlkStatus::ok;   // valid when end_io runs
+
+  // Owned by the core while the bio is in flight.
+  Bio* bi_next = nullptr;             // chain inside a request
+  uint32_t done_bytes = 0;            // bytes already completed (split/partial)
+  uint64_t cookie = 0;                // poll cookie: which hctx to poll
+
+  uint64_t end_sector() const { return sector + (size >> kSectorShift); }
+};
+
+// Resets the fields the core owns so a completed bio can be submitted again.
+inline void bio_reinit(Bio* b) {
+  b->status = BlkStatus::ok;
+  b->bi_next = nullptr;
+  b->done_bytes = 0;
+  b->cookie = 0;
+}
+
+}  // namespace blkmq

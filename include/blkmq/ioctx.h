@@ -1,0 +1,36 @@
+// I/O priorities and per-thread I/O contexts.
+#pragma once
+
+#include <cstdint>
+
+namespace blkmq {
+
+// ioprio encoding as in the kernel: class in the top 3 bits of 16, level in
+// the low bits. Classes: none(0), rt(1), be(2), idle(3); levels 0..7.
+enum class IoprioClass : uint8_t { none = 0, rt = 1, be = 2, idle = 3 };
+constexpr int kIoprioClassShift = 13;
+constexpr uint16_t ioprio_value(IoprioClass c, unsigned level) {
+  return static_cast<uint16_t>((static_cast<unsigned>(c) << kIoprioClassShift) | (level & 7));
+}
+constexpr IoprioClass ioprio_class(uint16_t prio) {
+  return static_cast<IoprioClass>(prio >> kIoprioClassShift);
+}
+constexpr unsigned ioprio_level(uint16_t prio) { return prio & 7; }
+constexpr uint16_t kIoprioDefault = 0;  // class none, which schedulers treat as best effort 4
+
+// An I/O context: what the kernel keeps in task->io_context and the blkcg
+// weight. Every submitting thread has one (current_io_context()); an NBD
+// connection or any other client may own one and attach it to its bios.
+// bfq reads ioprio and weight from here, not from the bio.
+struct IoContext {
+  uint16_t ioprio = kIoprioDefault;
+  uint16_t weight = 100;      // cgroup-style weight, 1..1000, default 100
+  uint64_t id = 0;            // unique, assigned on first use; never reused
+  void* sched_data = nullptr; // owned by the scheduler that set it
+};
+
+// The calling thread's I/O context. Task context only; never null; lives as
+// long as the thread. Cost: a thread-local read.
+IoContext* current_io_context();
+
+}  // namespace blkmq

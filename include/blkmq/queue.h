@@ -1,0 +1,112 @@
+// The request queue: where bios are submitted, with its limits, attributes,
+// statistics and lifecycle (request_queue + gendisk analogue).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "blkmq/bio.h"
+#include "blkmq/status.h"
+#include "blkmq/tagset.h"
+
+namespace blkmq {
+
+// Device limits (queue_limits). Sizes in bytes unless named _sectors.
+struct QueueLimits {
+  uint32_t logical_block_size = 512;   // power of two, 512..4096
+  uint32_t physical_block_size = 512;
+  uint32_t max_hw_sectors = 2560;      // what the device accepts per request (1280 KiB)
+  uint32_t max_sectors = 2560;         // soft limit, queue/max_sectors_kb, <= max_hw_sectors
+  uint16_t max_segments = 128;
+  uint32_t max_segment_size = 1u << 20;
+  uint64_t capacity_sectors = 0;       // device size; I/O beyond it fails with inval
+  bool write_cache = false;            // volatile cache: flushes are needed
+  bool fua = false;                    // native FUA; else emulated with a post-flush
+  uint32_t max_discard_sectors = 0;    // 0: discard not supported
+  uint32_t max_write_zeroes_sectors = 0;
+  bool rotational = false;
+  bool poll = false;                   // the tag set has poll queues
+};
+
+struct QueueConfig {
+  std::string name = "blkmq0";         // the "device" name in reports
+  QueueLimits limits;
+  void* queuedata = nullptr;           // driver cookie, see queue_data()
+  // Scheduler at creation: "" = the kernel's default rule. Validated.
+  std::string scheduler;
+};
+
+// Kernel /sys/block/<dev>/stat fields, in order.
+struct DiskStat {
+  uint64_t read_ios, read_merges, read_sectors, read_ticks_ms;
+  uint64_t write_ios, write_merges, write_sectors, write_ticks_ms;
+  uint64_t in_flight, io_ticks_ms, time_in_queue_ms;
+  uint64_t discard_ios, discard_merges, discard_sectors, discard_ticks_ms;
+  uint64_t flush_ios, flush_ticks_ms;
+};
+
+// Per-hctx counters (debugfs analogues).
+struct HctxStats {
+  uint64_t queued = 0;        // requests handed to this hctx
+  uint64_t run = 0;           // times the hctx was run
+  uint64_t dispatched[8] = {};  // dispatch batches by size: 0,1,2,4,8,16,32,64+
+  uint64_t busy = 0;          // driver returned resource/dev_resource
+  uint64_t dispatch_busy = 0; // current EWMA value
+};
+
+class Queue {
+ public:
+  // Creates a queue on the tag set (several queues may share one set: their
+  // tags are then shared fairly). Task context.
+  static Result<std::unique_ptr<Queue>> create(TagSet& set, const QueueConfig& cfg);
+  // Teardown: marks the queue dying, waits for all submitted bios to end
+  // (in-flight I/O drains; queued I/O is dispatched), then frees. Bios
+  // submitted after teardown begins end with ioerr.
+  virtual ~Queue();
+
+  // Submits a bio. Task context (any application thread). Never blocks except
+  // to wait for a tag or a freeze, and not even then with kBioNowait. The bio
+  // ends exactly once through bio->end_io, possibly before this returns.
+  // Bad bios (out of range, misaligned, unsupported op) end with inval /
+  // notsupp and touch nothing.
+  void submit_bio(Bio* bio);
+
+  // Polls the hctx a polled bio was queued on, ending what completed there.
+  // Returns the number of completions found. Task context.
+  int poll(const Bio* bio);
+
+  // Synchronous helpers: build a bio, submit, wait. Task context; sleeps.
+  BlkStatus read_sync(void* buf, uint64_t offset, uint32_t len);
+  BlkStatus write_sync(const void* buf, uint64_t offset, uint32_t len, uint32_t flags = 0);
+  BlkStatus flush_sync();
+
+  // Attributes, named as under /sys/block/<dev>/ (queue/scheduler,
+  // queue/nr_requests, queue/rq_affinity, stat, mq/0/..., ...). A bad path or
+  // value is refused with a message and changes nothing. Task context.
+  Status set_attr(std::string_view path, std::string_view value);
+  Result<std::string> attr(std::string_view path) const;
+  std::vector<std::string> attr_names() const;
+
+  // Freeze: new submitters wait; returns when no request is allocated.
+  // Nests. Quiesce: no dispatch runs until unquiesce; returns when any
+  // dispatch in progress has left. Task context; both sleep.
+  void freeze();
+  void unfreeze();
+  void quiesce();
+  void unquiesce();
+
+  const QueueLimits& limits() const;
+  const std::string& name() const;
+  TagSet& tag_set() const;
+  DiskStat disk_stat() const;
+  unsigned nr_hw_queues() const;
+  HctxStats hctx_stats(unsigned hctx) const;
+
+ protected:
+  Queue() = default;
+};
+
+}  // namespace blkmq
