@@ -61,9 +61,11 @@ struct alignas(64) Request {
   // ---- state ----
   std::atomic<RqState> state{RqState::idle};
   std::atomic<int> ref{0};     // pins the request for tag iteration and timeouts
+  std::atomic<uint8_t> timed_out{0};  // the timeout handler ran for this issue
   uint64_t deadline_ns = 0;    // timeout deadline (monotonic ns), 0 = none
   uint32_t timeout_ms = 0;     // 0: the queue's io_timeout
   uint16_t requeue_count = 0;
+  int budget_token = -1;       // dispatch budget held (DriverOps::get_budget)
   unsigned submit_cpu = 0;     // CPU whose ctx it came from; completion affinity
   uint64_t start_time_ns = 0;  // allocation/accounting start (0 with gtod_reduce-like stats off)
   uint64_t io_start_time_ns = 0;  // issue to the driver (kRqfStats)
@@ -80,6 +82,10 @@ struct alignas(64) Request {
   // helpers). Returns true to free the request, false if the callee kept it.
   bool (*end_io)(Request* rq, BlkStatus st) = nullptr;
   void* end_io_data = nullptr;
+  // Flush machinery (preflush / data / postflush steps done) and the end_io
+  // it replaced.
+  uint8_t flush_seq = 0;
+  bool (*flush_saved_end_io)(Request* rq, BlkStatus st) = nullptr;
 
   uint64_t end_sector() const { return sector + (data_len >> kSectorShift); }
   bool is_write() const { return op_is_write(op); }

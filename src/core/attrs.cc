@@ -1,0 +1,291 @@
+// Queue attributes with the kernel's sysfs names, units and ranges. A bad
+// path or value is refused with a message and changes nothing.
+#include <charconv>
+#include <cstdio>
+#include <string>
+
+#include "core/core.h"
+
+namespace blkmq {
+namespace {
+
+std::string trim(std::string_view v) {
+  size_t a = 0, b = v.size();
+  while (a < b && (v[a] == ' ' || v[a] == '\t')) a++;
+  while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\n' || v[b - 1] == '\t')) b--;
+  return std::string(v.substr(a, b - a));
+}
+
+Result<uint64_t> parse_uint(std::string_view path, std::string_view value, uint64_t lo, uint64_t hi) {
+  std::string v = trim(value);
+  uint64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi)
+    return Status::invalid(std::string(path) + ": expected an integer in " + std::to_string(lo) + ".." +
+                           std::to_string(hi) + ", got '" + v + "'");
+  return out;
+}
+
+Status choice(std::string_view path, std::string_view value, std::initializer_list<const char*> opts, int* idx) {
+  std::string v = trim(value);
+  int i = 0;
+  std::string list;
+  for (const char* o : opts) {
+    if (v == o) {
+      *idx = i;
+      return Status::ok();
+    }
+    list += (i ? ", " : "") + std::string(o);
+    i++;
+  }
+  return Status::invalid(std::string(path) + ": expected one of " + list + ", got '" + v + "'");
+}
+
+struct Attr {
+  const char* name;
+  std::string (*show)(const QueueImpl* q);
+  Status (*store)(QueueImpl* q, std::string_view v);  // null: read-only
+};
+
+std::string u(uint64_t v) { return std::to_string(v); }
+
+std::string show_stat(const QueueImpl* q) {
+  DiskStat d = static_cast<const Queue*>(q)->disk_stat();
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu "
+                "%8llu %8llu",
+                (unsigned long long)d.read_ios, (unsigned long long)d.read_merges,
+                (unsigned long long)d.read_sectors, (unsigned long long)d.read_ticks_ms,
+                (unsigned long long)d.write_ios, (unsigned long long)d.write_merges,
+                (unsigned long long)d.write_sectors, (unsigned long long)d.write_ticks_ms,
+                (unsigned long long)d.in_flight, (unsigned long long)d.io_ticks_ms,
+                (unsigned long long)d.time_in_queue_ms, (unsigned long long)d.discard_ios,
+                (unsigned long long)d.discard_merges, (unsigned long long)d.discard_sectors,
+                (unsigned long long)d.discard_ticks_ms, (unsigned long long)d.flush_ios,
+                (unsigned long long)d.flush_ticks_ms);
+  return buf;
+}
+
+std::string show_inflight(const QueueImpl* q) {
+  int64_t r = 0, w = 0;
+  for (unsigned c = 0; c < q->stats_.size(); c++) {
+    r += q->stats_[c].in_flight[0].load(std::memory_order_relaxed);
+    w += q->stats_[c].in_flight[1].load(std::memory_order_relaxed);
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%8lld %8lld", (long long)std::max<int64_t>(r, 0), (long long)std::max<int64_t>(w, 0));
+  return buf;
+}
+
+const Attr kAttrs[] = {
+    {"queue/scheduler", [](const QueueImpl* q) { return elevator_list(q); },
+     [](QueueImpl* q, std::string_view v) { return elevator_switch(q, trim(v)); }},
+    {"queue/nr_requests", [](const QueueImpl* q) { return u(q->nr_requests_); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       auto n = parse_uint("queue/nr_requests", v, 0, 1u << 20);
+       if (!n) return n.status();
+       return set_nr_requests(q, static_cast<unsigned>(*n));
+     }},
+    {"queue/async_depth", [](const QueueImpl* q) { return u(q->async_depth_); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       std::lock_guard<std::mutex> g(q->sysfs_lock_);
+       auto n = parse_uint("queue/async_depth", v, 1, q->nr_requests_);
+       if (!n) return n.status();
+       q->async_depth_ = static_cast<unsigned>(*n);
+       if (q->elevator_ && q->elevator_->type->ops.depth_updated) q->elevator_->type->ops.depth_updated(q);
+       return Status::ok();
+     }},
+    {"queue/rq_affinity", [](const QueueImpl* q) { return u(q->tun_.rq_affinity.load()); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       auto n = parse_uint("queue/rq_affinity", v, 0, 2);
+       if (!n) return n.status();
+       q->tun_.rq_affinity.store(static_cast<unsigned>(*n));
+       return Status::ok();
+     }},
+    {"queue/nomerges", [](const QueueImpl* q) { return u(q->tun_.nomerges.load()); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       auto n = parse_uint("queue/nomerges", v, 0, 2);
+       if (!n) return n.status();
+       q->tun_.nomerges.store(static_cast<unsigned>(*n));
+       return Status::ok();
+     }},
+    {"queue/max_sectors_kb", [](const QueueImpl* q) { return u(q->limits_.max_sectors / 2); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       const uint64_t lo = std::max<uint64_t>(4, q->limits_.logical_block_size / 1024);
+       auto n = parse_uint("queue/max_sectors_kb", v, lo, q->limits_.max_hw_sectors / 2);
+       if (!n) return n.status();
+       if ((*n * 1024) % q->limits_.logical_block_size)
+         return Status::invalid("queue/max_sectors_kb: must be a multiple of the logical block size");
+       // Limits are read on the submission path without a lock: change
+       // them with the queue frozen.
+       q->freeze_start();
+       q->freeze_wait();
+       q->limits_.max_sectors = static_cast<uint32_t>(*n * 2);
+       q->unfreeze_impl();
+       return Status::ok();
+     }},
+    {"queue/max_hw_sectors_kb", [](const QueueImpl* q) { return u(q->limits_.max_hw_sectors / 2); }, nullptr},
+    {"queue/max_segments", [](const QueueImpl* q) { return u(q->limits_.max_segments); }, nullptr},
+    {"queue/max_segment_size", [](const QueueImpl* q) { return u(q->limits_.max_segment_size); }, nullptr},
+    {"queue/logical_block_size", [](const QueueImpl* q) { return u(q->limits_.logical_block_size); }, nullptr},
+    {"queue/physical_block_size", [](const QueueImpl* q) { return u(q->limits_.physical_block_size); }, nullptr},
+    {"queue/hw_sector_size", [](const QueueImpl* q) { return u(q->limits_.logical_block_size); }, nullptr},
+    {"queue/rotational", [](const QueueImpl* q) { return u(q->limits_.rotational); }, nullptr},
+    {"queue/write_cache", [](const QueueImpl* q) { return std::string(q->limits_.write_cache ? "write back" : "write through"); }, nullptr},
+    {"queue/fua", [](const QueueImpl* q) { return u(q->limits_.fua); }, nullptr},
+    {"queue/discard_max_bytes", [](const QueueImpl* q) { return u(uint64_t(q->limits_.max_discard_sectors) << 9); }, nullptr},
+    {"queue/io_poll", [](const QueueImpl* q) { return u(q->limits_.poll); }, nullptr},
+    {"queue/io_timeout", [](const QueueImpl* q) { return u(q->tun_.io_timeout_ms.load()); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       auto n = parse_uint("queue/io_timeout", v, 1, 0x7fffffff);
+       if (!n) return n.status();
+       q->tun_.io_timeout_ms.store(static_cast<unsigned>(*n));
+       return Status::ok();
+     }},
+    {"queue/iostats", [](const QueueImpl* q) { return u(q->tun_.iostats.load()); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       auto n = parse_uint("queue/iostats", v, 0, 1);
+       if (!n) return n.status();
+       q->tun_.iostats.store(*n != 0);
+       return Status::ok();
+     }},
+    {"queue/sched_insert_run",
+     [](const QueueImpl* q) {
+       return std::string(q->tun_.sched_insert_run.load() == SchedInsertRun::sync ? "[sync] async" : "sync [async]");
+     },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       int i = 0;
+       if (Status s = choice("queue/sched_insert_run", v, {"sync", "async"}, &i); !s) return s;
+       q->tun_.sched_insert_run.store(i ? SchedInsertRun::async : SchedInsertRun::sync);
+       return Status::ok();
+     }},
+    {"queue/submit_plug",
+     [](const QueueImpl* q) { return std::string(q->tun_.submit_plug_implicit.load() ? "none [implicit]" : "[none] implicit"); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       int i = 0;
+       if (Status s = choice("queue/submit_plug", v, {"none", "implicit"}, &i); !s) return s;
+       q->tun_.submit_plug_implicit.store(i == 1);
+       return Status::ok();
+     }},
+    {"queue/plug_direct_issue", [](const QueueImpl* q) { return u(q->tun_.plug_direct_issue.load()); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       auto n = parse_uint("queue/plug_direct_issue", v, 0, 1);
+       if (!n) return n.status();
+       q->tun_.plug_direct_issue.store(*n != 0);
+       return Status::ok();
+     }},
+    {"queue/task_completion",
+     [](const QueueImpl* q) {
+       return std::string(q->tun_.task_completion.load() == TaskCompletion::local ? "[local] softirq" : "local [softirq]");
+     },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       int i = 0;
+       if (Status s = choice("queue/task_completion", v, {"local", "softirq"}, &i); !s) return s;
+       q->tun_.task_completion.store(i ? TaskCompletion::softirq : TaskCompletion::local);
+       return Status::ok();
+     }},
+    {"stat", show_stat, nullptr},
+    {"inflight", show_inflight, nullptr},
+    {"size", [](const QueueImpl* q) { return u(q->limits_.capacity_sectors); }, nullptr},
+};
+
+// mq/<n>/<name>
+Result<std::string> show_mq(const QueueImpl* q, std::string_view rest) {
+  size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return Status::invalid("mq: expected mq/<hctx>/<attribute>");
+  auto idx = parse_uint("mq", rest.substr(0, slash), 0, q->nr_hw_queues_ ? q->nr_hw_queues_ - 1 : 0);
+  if (!idx) return idx.status();
+  const HwCtxImpl* h = q->hctx(static_cast<unsigned>(*idx));
+  std::string_view name = rest.substr(slash + 1);
+  if (name == "nr_tags") return u(h->tags->nr_tags);
+  if (name == "nr_reserved_tags") return u(h->tags->nr_reserved);
+  if (name == "cpu_list") {
+    std::string s;
+    for (unsigned c : h->cpus) s += (s.empty() ? "" : ", ") + std::to_string(c);
+    return s;
+  }
+  if (name == "type") return std::string(h->type == HctxType::dflt ? "default" : h->type == HctxType::read ? "read" : "poll");
+  if (name == "queued") return u(h->queued.get());
+  if (name == "run") return u(h->runs.get());
+  if (name == "busy") return u(h->busy.get());
+  if (name == "dispatch_busy") return u(h->dispatch_busy.load());
+  if (name == "dispatched") {
+    static const char* kLabel[8] = {"0", "1", "2", "4", "8", "16", "32", "64"};
+    std::string out;
+    for (int b = 0; b < 8; b++) {
+      char line[64];
+      std::snprintf(line, sizeof line, "%s%8s\t%llu", b ? "\n" : "", kLabel[b], (unsigned long long)h->dispatched[b].get());
+      out += line;
+    }
+    return out;
+  }
+  if (name == "state") {
+    uint32_t st = h->state.load();
+    std::string s;
+    if (st & kHctxStopped) s += "STOPPED ";
+    if (st & kHctxTagActive) s += "TAG_ACTIVE ";
+    if (st & kHctxSchedRestart) s += "SCHED_RESTART ";
+    return s;
+  }
+  return Status::invalid("mq: unknown attribute '" + std::string(name) + "'");
+}
+
+const ElvAttr* find_iosched(const QueueImpl* q, std::string_view name) {
+  if (!q->elevator_) return nullptr;
+  for (const ElvAttr& a : q->elevator_->type->attrs)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+constexpr std::string_view kIosched = "queue/iosched/";
+
+}  // namespace
+
+Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view value) {
+  if (path.substr(0, kIosched.size()) == kIosched) {
+    std::lock_guard<std::mutex> g(q->sysfs_lock_);
+    const ElvAttr* a = find_iosched(q, path.substr(kIosched.size()));
+    if (!a) return Status::invalid(std::string(path) + ": no such scheduler attribute for the current scheduler");
+    if (!a->store) return Status::invalid(std::string(path) + ": read-only");
+    return a->store(q->elevator_, trim(value));
+  }
+  for (const Attr& a : kAttrs) {
+    if (path != a.name) continue;
+    if (!a.store) return Status::invalid(std::string(path) + ": read-only attribute");
+    return a.store(q, value);
+  }
+  if (path.substr(0, 3) == "mq/") return Status::invalid(std::string(path) + ": read-only attribute");
+  return Status::invalid("unknown attribute '" + std::string(path) + "'");
+}
+
+Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path) {
+  if (path.substr(0, kIosched.size()) == kIosched) {
+    std::lock_guard<std::mutex> g(const_cast<QueueImpl*>(q)->sysfs_lock_);
+    const ElvAttr* a = find_iosched(q, path.substr(kIosched.size()));
+    if (!a || !a->show) return Status::invalid(std::string(path) + ": no such scheduler attribute");
+    return a->show(q->elevator_);
+  }
+  for (const Attr& a : kAttrs) {
+    if (path != a.name) continue;
+    if (a.show == show_stat || a.show == show_inflight) return a.show(q);
+    std::lock_guard<std::mutex> g(const_cast<QueueImpl*>(q)->sysfs_lock_);
+    return a.show(q);
+  }
+  if (path.substr(0, 3) == "mq/") return show_mq(q, path.substr(3));
+  return Status::invalid("unknown attribute '" + std::string(path) + "'");
+}
+
+std::vector<std::string> queue_attr_names(const QueueImpl* q) {
+  std::vector<std::string> v;
+  for (const Attr& a : kAttrs) v.push_back(a.name);
+  if (q->elevator_)
+    for (const ElvAttr& a : q->elevator_->type->attrs) v.push_back(std::string(kIosched) + a.name);
+  for (unsigned i = 0; i < q->nr_hw_queues_; i++)
+    for (const char* n : {"nr_tags", "nr_reserved_tags", "cpu_list", "type", "queued", "run", "busy",
+                          "dispatch_busy", "dispatched", "state"})
+      v.push_back("mq/" + std::to_string(i) + "/" + n);
+  return v;
+}
+
+}  // namespace blkmq

@@ -1,0 +1,220 @@
+// Completion: routing (inline, softirq, IPI-style handoff), ending bios and
+// requests, I/O accounting, batches, and driver-initiated requeue.
+#include "base/clock.h"
+#include "core/core.h"
+#include "core/time.h"
+
+namespace blkmq {
+namespace {
+
+// io_ticks: time the device had I/O in flight, updated at most once per
+// coarse clock tick, as the kernel does once per jiffy.
+void update_io_ticks(QueueImpl* q, bool end) {
+  const uint64_t now = coarse_now_ns();
+  uint64_t stamp = q->stamp_ns_.load(std::memory_order_relaxed);
+  if (now <= stamp || !q->stamp_ns_.compare_exchange_strong(stamp, now)) return;
+  bool busy = end;
+  if (!busy) {
+    int64_t inflight = 0;
+    for (unsigned c = 0; c < q->stats_.size(); c++)
+      inflight += q->stats_[c].in_flight[0].load(std::memory_order_relaxed) +
+                  q->stats_[c].in_flight[1].load(std::memory_order_relaxed);
+    busy = inflight > 0;
+  }
+  q->io_ticks_ns_.fetch_add(busy ? now - stamp : 0, std::memory_order_relaxed);
+}
+
+void account_io_done(Request* rq, uint64_t now) {
+  QueueImpl* q = to_impl(rq->q);
+  PartStat& st = q->stats_[base::this_cpu()];
+  const unsigned g = stat_group(rq->op);
+  st.ios[g].fetch_add(1, std::memory_order_relaxed);
+  st.nsecs[g].fetch_add(now > rq->start_time_ns ? now - rq->start_time_ns : 0, std::memory_order_relaxed);
+  st.in_flight[rq->is_write() ? 1 : 0].fetch_sub(1, std::memory_order_relaxed);
+  update_io_ticks(q, true);
+}
+
+bool need_ipi(const QueueImpl* q, unsigned cpu, unsigned submit_cpu) {
+  const unsigned aff = q->tun_.rq_affinity.load(std::memory_order_relaxed);
+  if (aff == 0 || cpu == submit_cpu) return false;
+  if (aff != 2 && cpus_share_cache(cpu, submit_cpu)) return false;
+  return cpu_online(submit_cpu);
+}
+
+// blk_mq_complete_request_remote: true if the completion was handed off.
+bool complete_remote(Request* rq) {
+  QueueImpl* q = to_impl(rq->q);
+  const HwCtxImpl* h = to_impl(rq->mq_hctx);
+  const unsigned cpu = base::this_cpu();
+  if ((h->ctxs.size() == 1 && cpu == rq->submit_cpu) || (rq->cmd_flags & kBioPolled)) return false;
+  if (need_ipi(q, cpu, rq->submit_cpu)) {
+    send_completion_ipi(rq, rq->submit_cpu);
+    return true;
+  }
+  if (q->nr_hw_queues_ == 1) {
+    // Seed 002: from task context, complete in place instead of raising the
+    // softirq (which would wake ksoftirqd).
+    if (q->tun_.task_completion.load(std::memory_order_relaxed) == TaskCompletion::local && !in_interrupt())
+      return false;
+    raise_block_softirq(rq);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void account_io_start(Request* rq) {
+  QueueImpl* q = to_impl(rq->q);
+  if (!q->tun_.iostats.load(std::memory_order_relaxed)) return;
+  rq->rq_flags |= kRqfIoStat;
+  rq->start_time_ns = blk_time_get_ns();
+  q->stats_[base::this_cpu()].in_flight[rq->is_write() ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
+  update_io_ticks(q, false);
+}
+
+void start_request(Request* rq) {
+  HwCtxImpl* h = to_impl(rq->mq_hctx);
+  if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = precise_now_ns();
+  add_timer(rq);
+  if (rq->tag >= 0) h->tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_relaxed);
+  rq->state.store(RqState::in_flight, std::memory_order_release);
+}
+
+bool update_request(Request* rq, BlkStatus st, uint32_t bytes) {
+  if (!rq->bio) return false;
+  if (rq->rq_flags & kRqfIoStat) {
+    QueueImpl* q = to_impl(rq->q);
+    q->stats_[base::this_cpu()].sectors[stat_group(rq->op)].fetch_add(bytes >> kSectorShift,
+                                                                       std::memory_order_relaxed);
+  }
+  uint32_t done = 0;
+  while (rq->bio && bytes) {
+    Bio* bio = rq->bio;
+    const uint32_t remain = bio->size - bio->done_bytes;
+    if (st != BlkStatus::ok && bio->status == BlkStatus::ok) bio->status = st;
+    if (bytes < remain) {
+      bio->done_bytes += bytes;
+      done += bytes;
+      bytes = 0;
+      break;
+    }
+    bytes -= remain;
+    done += remain;
+    rq->bio = bio->bi_next;
+    bio->bi_next = nullptr;
+    bio->done_bytes = bio->size;
+    bio_endio(bio);  // the bio may be reused from here on
+  }
+  if (!rq->bio) {
+    rq->biotail = nullptr;
+    rq->data_len = 0;
+    return false;
+  }
+  rq->data_len -= done;
+  rq->sector += done >> kSectorShift;
+  return true;
+}
+
+void end_request_internal(Request* rq, BlkStatus st) {
+  uint64_t now = 0;
+  if (rq->rq_flags & kRqfIoStat) {
+    now = blk_time_get_ns();
+    account_io_done(rq, now);
+  }
+  QueueImpl* q = to_impl(rq->q);
+  if ((rq->rq_flags & kRqfUseSched) && q->elevator_ && q->elevator_->type->ops.completed_request)
+    q->elevator_->type->ops.completed_request(rq, now ? now : precise_now_ns());
+  if (rq->end_io) {
+    if (rq->rq_flags & kRqfUseSched) {
+      if (q->elevator_ && q->elevator_->type->ops.finish_request) q->elevator_->type->ops.finish_request(rq);
+      rq->rq_flags &= ~kRqfUseSched;
+    }
+    if (!rq->end_io(rq, st)) return;
+  }
+  free_request(rq);
+}
+
+void end_request(Request* rq, BlkStatus st) {
+  rq->state.store(RqState::complete, std::memory_order_relaxed);
+  // A step of the flush sequence: the machinery decides what comes next and
+  // ends the bios when the whole sequence is done.
+  if (rq->rq_flags & kRqfFlushSeq) {
+    rq->end_io(rq, st);
+    return;
+  }
+  // Finish every bio, including empty ones (a flush bio has no bytes).
+  while (Bio* bio = rq->bio) {
+    if (bio->size - bio->done_bytes) {
+      update_request(rq, st, bio->size - bio->done_bytes);
+      continue;
+    }
+    rq->bio = bio->bi_next;
+    bio->bi_next = nullptr;
+    if (st != BlkStatus::ok && bio->status == BlkStatus::ok) bio->status = st;
+    bio_endio(bio);
+  }
+  rq->biotail = nullptr;
+  rq->data_len = 0;
+  end_request_internal(rq, st);
+}
+
+void complete_rq_now(Request* rq) {
+  QueueImpl* q = to_impl(rq->q);
+  if (q->ops_->complete) q->ops_->complete(rq);
+  else end_request(rq, rq->status);
+}
+
+bool complete_request(Request* rq, BlkStatus st) {
+  RqState expected = RqState::in_flight;
+  if (!rq->state.compare_exchange_strong(expected, RqState::complete, std::memory_order_acq_rel))
+    return false;
+  rq->status = st;
+  if (complete_remote(rq)) return true;
+  complete_rq_now(rq);
+  return true;
+}
+
+void complete_request_direct(Request* rq, void (*fn)(Request*)) {
+  rq->state.store(RqState::complete, std::memory_order_release);
+  fn(rq);
+}
+
+bool add_to_batch(Request* rq, IoCompBatch* iob, BlkStatus st) {
+  if (rq->end_io) return false;
+  rq->status = st;
+  iob->reqs.push_back(rq);
+  return true;
+}
+
+void end_request_batch(IoCompBatch* iob) {
+  while (Request* rq = iob->reqs.pop_front()) end_request(rq, rq->status);
+}
+
+void requeue_request(Request* rq, bool kick) {
+  QueueImpl* q = to_impl(rq->q);
+  requeue_rq_internal(rq);
+  rq->requeue_count++;
+  if ((rq->rq_flags & kRqfUseSched) && q->elevator_ && q->elevator_->type->ops.requeue_request)
+    q->elevator_->type->ops.requeue_request(rq);
+  q->requeue_lock_.lock();
+  q->requeue_list_.push_back(&rq->queuelist);
+  q->requeue_lock_.unlock();
+  if (kick) kick_requeue_list(q);
+}
+
+void kick_requeue_list(Queue* q) { to_impl(q)->requeue_work_.mod(kWorkCpuUnbound, 0); }
+
+void delay_kick_requeue_list(Queue* q, unsigned msecs) {
+  to_impl(q)->requeue_work_.mod(kWorkCpuUnbound, static_cast<uint64_t>(msecs) * 1000000ull);
+}
+
+Request* tag_to_rq(HwCtx* hctx, int tag) {
+  Tags* t = to_impl(hctx)->tags;
+  if (tag < 0 || static_cast<unsigned>(tag) >= t->nr_tags) return nullptr;
+  return t->rqs[static_cast<unsigned>(tag)].load(std::memory_order_acquire);
+}
+
+void* queue_data(const Queue* q) { return to_impl(q)->cfg_.queuedata; }
+
+}  // namespace blkmq

@@ -1,0 +1,386 @@
+// The engine's internal structures: tag maps, software and hardware queue
+// contexts, the tag set and the request queue. Only src/core includes this.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/percpu.h"
+#include "base/sbitmap.h"
+#include "base/spinlock.h"
+#include "base/timer.h"
+#include "blkmq/context.h"
+#include "blkmq/driver.h"
+#include "blkmq/elevator.h"
+#include "blkmq/queue.h"
+#include "blkmq/tagset.h"
+#include "core/kblockd.h"
+
+namespace blkmq {
+
+class QueueImpl;
+class TagSetImpl;
+
+// ---------------------------------------------------------------- tags --
+
+// One tag map: the normal and reserved bitmaps plus the request objects.
+// Driver tags live per hctx (or one shared map); scheduler tags per hctx.
+struct Tags {
+  Tags(unsigned nr_tags, unsigned nr_reserved, bool round_robin);
+  ~Tags();
+
+  unsigned nr_tags;
+  unsigned nr_reserved;
+  base::SbitmapQueue bitmap_tags;
+  base::SbitmapQueue breserved_tags;
+  std::atomic<unsigned> active_queues{0};   // fair sharing: busy users
+  std::unique_ptr<std::atomic<Request*>[]> rqs;  // driver tag -> request in flight
+  std::vector<Request*> static_rqs;         // preallocated requests by tag
+  void* rq_mem = nullptr;
+  size_t rq_size = 0;
+  base::SpinLock iter_lock;                 // pins requests during iteration
+};
+
+// ---------------------------------------------------------------- ctx ---
+
+// Software queue: one per CPU per request queue.
+struct alignas(64) SwCtx {
+  base::SpinLock lock;
+  ListNode rq_lists[kNrHctxTypes];
+  unsigned cpu = 0;
+  unsigned index_hw[kNrHctxTypes] = {};  // bit in hctx->ctx_map
+  struct HwCtxImpl* hctxs[kNrHctxTypes] = {};
+  QueueImpl* queue = nullptr;
+};
+
+// A small atomic bitmap of busy ctxs of one hctx (hctx->ctx_map).
+class CtxMap {
+ public:
+  void resize(unsigned bits);
+  void set(unsigned bit) {
+    auto& w = words_[bit >> 6];
+    const uint64_t m = 1ull << (bit & 63);
+    if (!(w.load(std::memory_order_relaxed) & m)) w.fetch_or(m, std::memory_order_release);
+  }
+  void clear(unsigned bit) { words_[bit >> 6].fetch_and(~(1ull << (bit & 63)), std::memory_order_release); }
+  bool any() const;
+  // Calls fn(bit) for each set bit starting at `from`, wrapping around;
+  // fn returns false to stop.
+  template <typename Fn>
+  void for_each_from(unsigned from, Fn&& fn) const;
+  unsigned size() const { return bits_; }
+
+ private:
+  std::unique_ptr<std::atomic<uint64_t>[]> words_;
+  unsigned nwords_ = 0;
+  unsigned bits_ = 0;
+};
+
+template <typename Fn>
+void CtxMap::for_each_from(unsigned from, Fn&& fn) const {
+  for (unsigned i = 0; i < bits_; i++) {
+    unsigned b = (from + i) % bits_;
+    if (words_[b >> 6].load(std::memory_order_acquire) & (1ull << (b & 63)))
+      if (!fn(b)) return;
+  }
+}
+
+// ---------------------------------------------------------------- hctx --
+
+enum HctxState : uint32_t {
+  kHctxStopped = 1u << 0,
+  kHctxTagActive = 1u << 1,
+  kHctxSchedRestart = 1u << 2,
+  kHctxInactive = 1u << 3,
+};
+
+// A lossy event counter: relaxed load+store, no lock prefix. Like the
+// kernel's debugfs counters, concurrent increments may be lost.
+struct LossyCounter {
+  std::atomic<uint64_t> v{0};
+  void inc(uint64_t n = 1) { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  uint64_t get() const { return v.load(std::memory_order_relaxed); }
+};
+
+struct HwCtxImpl : HwCtx {
+  QueueImpl* q = nullptr;
+  alignas(64) base::SpinLock lock;   // protects dispatch
+  ListNode dispatch;
+  std::atomic<bool> has_dispatch{false};  // !dispatch.empty(), readable without the lock
+  std::atomic<uint32_t> state{0};
+  CtxMap ctx_map;
+  std::vector<SwCtx*> ctxs;
+  unsigned dispatch_from = 0;
+  std::atomic<unsigned> dispatch_busy{0};
+  Tags* tags = nullptr;         // driver tags (maybe shared)
+  Tags* sched_tags = nullptr;   // scheduler tags (with an elevator)
+  std::atomic<unsigned> nr_active{0};  // driver tags held, fair sharing
+  std::atomic<unsigned> wait_index{0};
+  // Shared-tags dispatch wait (hctx->dispatch_wait).
+  base::SbqWaitEntry dispatch_wait;
+  base::SpinLock dispatch_wait_lock;
+  base::SbqWaitQueue* dispatch_wait_wq = nullptr;
+  std::vector<unsigned> cpus;   // CPUs mapped to this hctx
+  std::vector<uint8_t> cpu_mask;  // by CPU id
+  std::atomic<unsigned> next_cpu{0};
+  std::atomic<int> next_cpu_batch{8};
+  DelayedWork run_work;
+  bool initialized = false;     // init_hctx succeeded
+  std::unique_ptr<Tags> sched_tags_store;
+  // counters
+  LossyCounter queued, runs, busy;
+  LossyCounter dispatched[8];
+};
+
+// --------------------------------------------------------------- tagset -
+
+struct QueueMap {
+  std::vector<unsigned> mq_map;  // cpu -> hctx index
+  unsigned nr_queues = 0;
+  unsigned queue_offset = 0;
+};
+
+class TagSetImpl final : public TagSet {
+ public:
+  explicit TagSetImpl(const TagSetConfig& cfg) : cfg_(cfg) {}
+  ~TagSetImpl() override;
+
+  Status init();
+  Status alloc_tags(unsigned nr_hw);
+  void map_queues();
+
+  const TagSetConfig& cfg() const { return cfg_; }
+  bool shared_hctx_tags() const { return cfg_.flags & kTagSetSharedTags; }
+
+  TagSetConfig cfg_;
+  unsigned nr_hw_queues_ = 0;
+  QueueMap maps_[kNrHctxTypes];
+  std::vector<Tags*> tags_;           // per hctx (all the same with shared tags)
+  std::unique_ptr<Tags> shared_tags_;
+  std::vector<std::unique_ptr<Tags>> owned_tags_;
+  std::vector<std::unique_ptr<Tags>> retired_tags_;  // kept until the set dies
+  std::mutex lock_;                   // tag_list, updates
+  std::vector<QueueImpl*> queues_;
+  bool queue_shared_ = false;         // TAG_QUEUE_SHARED: >1 queue
+  std::mutex update_lock_;
+};
+
+// ------------------------------------------------------------ attributes -
+
+enum class SchedInsertRun : uint8_t { sync, async };
+enum class TaskCompletion : uint8_t { local, softirq };
+
+struct QueueTunables {
+  std::atomic<unsigned> rq_affinity{1};    // 0, 1 (SAME_COMP), 2 (SAME_FORCE)
+  std::atomic<unsigned> nomerges{0};       // 0, 1, 2
+  std::atomic<unsigned> io_timeout_ms{0};  // from the tag set
+  std::atomic<bool> iostats{true};
+  std::atomic<SchedInsertRun> sched_insert_run{SchedInsertRun::sync};
+  std::atomic<bool> submit_plug_implicit{false};
+  std::atomic<bool> plug_direct_issue{true};
+  std::atomic<TaskCompletion> task_completion{TaskCompletion::local};
+};
+
+// Disk statistics, per CPU (part_stat).
+struct PartStat {
+  std::atomic<uint64_t> ios[4];       // read, write, discard, flush
+  std::atomic<uint64_t> merges[4];
+  std::atomic<uint64_t> sectors[4];
+  std::atomic<uint64_t> nsecs[4];
+  std::atomic<int64_t> in_flight[2];  // read, write
+};
+inline unsigned stat_group(ReqOp op) {
+  switch (op) {
+    case ReqOp::read: return 0;
+    case ReqOp::discard: return 2;
+    case ReqOp::flush: return 3;
+    default: return 1;
+  }
+}
+
+// ---------------------------------------------------------------- queue --
+
+class QueueImpl final : public Queue {
+ public:
+  QueueImpl(TagSetImpl* set, const QueueConfig& cfg);
+  ~QueueImpl() override;
+
+  Status init();
+  Status init_hctxs(unsigned nr_hw);
+  void exit_hctxs();
+  void map_swqueues();
+
+  // usage counter (q_usage_counter)
+  bool enter(bool nowait);
+  void exit_ref(unsigned n = 1) { usage_[base::this_cpu()].fetch_sub(n, std::memory_order_release); }
+  void enter_many(unsigned n) { usage_[base::this_cpu()].fetch_add(n, std::memory_order_relaxed); }
+  int64_t usage_sum() const;
+  // dispatch epoch (RCU/SRCU around dispatch)
+  void dispatch_enter() { dispatch_cnt_[base::this_cpu()].fetch_add(1, std::memory_order_seq_cst); }
+  void dispatch_exit() { dispatch_cnt_[base::this_cpu()].fetch_sub(1, std::memory_order_release); }
+  bool quiesced() const { return quiesce_depth_.load(std::memory_order_seq_cst) > 0; }
+  void wait_dispatch_idle() const;
+  void freeze_start();
+  void freeze_wait();
+  void unfreeze_impl();
+
+  SwCtx* ctx(unsigned cpu) { return &ctxs_[cpu]; }
+  HwCtxImpl* hctx(unsigned i) const { return hctxs_[i]; }
+
+  TagSetImpl* set_;
+  QueueConfig cfg_;
+  QueueLimits limits_;
+  const DriverOps* ops_;
+  QueueTunables tun_;
+  std::unique_ptr<SwCtx[]> ctxs_;
+  unsigned nr_ctx_ = 0;
+  std::vector<HwCtxImpl*> hctxs_;
+  unsigned nr_hw_queues_ = 0;
+  std::vector<std::unique_ptr<HwCtxImpl>> hctx_store_;
+  std::vector<std::unique_ptr<HwCtxImpl>> hctx_graveyard_;
+  // elevator
+  ElevatorQueue* elevator_ = nullptr;
+  std::unique_ptr<ElevatorQueue> elevator_store_;
+  unsigned nr_requests_ = 0;
+  std::unique_ptr<Tags> shared_sched_tags_;
+  unsigned async_depth_ = 0;
+  std::mutex sysfs_lock_;     // attribute writes and elevator switches
+  // usage & freeze
+  base::PerCpu<std::atomic<int64_t>> usage_;
+  base::PerCpu<std::atomic<int64_t>> dispatch_cnt_;
+  std::atomic<int> freeze_depth_{0};
+  std::atomic<uint32_t> freeze_seq_{0};
+  std::atomic<bool> dying_{false};
+  std::mutex freeze_lock_;
+  std::atomic<int> quiesce_depth_{0};
+  // requeue
+  base::SpinLock requeue_lock_;
+  ListNode requeue_list_;
+  ListNode flush_list_;
+  DelayedWork requeue_work_;
+  // timeout
+  base::Timer timeout_timer_;
+  Work timeout_work_;
+  // flush machinery
+  struct FlushQueue* fq_ = nullptr;
+  // stats
+  base::PerCpu<PartStat> stats_;
+  std::atomic<uint64_t> io_ticks_ns_{0};
+  std::atomic<uint64_t> stamp_ns_{0};
+  std::atomic<uint64_t> queue_time_ns_{0};
+  // mq-deadline style queue-wide scheduler flag
+  bool sq_sched_ = false;
+};
+
+inline QueueImpl* to_impl(Queue* q) { return static_cast<QueueImpl*>(q); }
+inline const QueueImpl* to_impl(const Queue* q) { return static_cast<const QueueImpl*>(q); }
+inline HwCtxImpl* to_impl(HwCtx* h) { return static_cast<HwCtxImpl*>(h); }
+inline TagSetImpl* to_impl(TagSet* s) { return static_cast<TagSetImpl*>(s); }
+
+// ------------------------------------------------------ engine functions -
+
+// alloc.cc
+struct AllocData {
+  QueueImpl* q;
+  uint32_t cmd_flags;
+  ReqOp op;
+  bool reserved = false;
+  bool nowait = false;
+  unsigned nr_tags = 1;      // batch allocation into cached
+  RqList* cached = nullptr;  // where extra batch requests go
+  unsigned shallow_depth = 0;
+  uint32_t rq_flags = 0;
+  SwCtx* ctx = nullptr;
+  HwCtxImpl* hctx = nullptr;
+};
+Request* alloc_request(AllocData& data);
+void free_request(Request* rq);
+bool get_driver_tag(Request* rq);
+void put_driver_tag(Request* rq);
+void tag_busy(HwCtxImpl* hctx);
+void tag_idle(HwCtxImpl* hctx);
+HctxType hctx_type_for(ReqOp op, uint32_t cmd_flags);
+
+// dispatch.cc
+void run_hw_queue(HwCtxImpl* hctx, bool async);
+void run_hw_queues_impl(QueueImpl* q, bool async);
+void delay_run_hw_queue(HwCtxImpl* hctx, unsigned msecs);
+void insert_request(Request* rq, uint32_t flags);
+void request_bypass_insert(Request* rq, uint32_t flags);
+void try_issue_directly(HwCtxImpl* hctx, Request* rq);
+void issue_list_from_plug(RqList* list, bool from_schedule, bool has_elevator, bool multiple_queues);
+void dispatch_busy_update(HwCtxImpl* hctx, bool busy);
+void sched_restart(HwCtxImpl* hctx);
+void requeue_rq_internal(Request* rq);
+
+// complete.cc
+void complete_rq_now(Request* rq);
+void end_request_internal(Request* rq, BlkStatus st);
+void account_io_start(Request* rq);
+void free_request_ref(Request* rq);
+
+// submit.cc / merge.cc
+bool attempt_plug_merge(QueueImpl* q, Bio* bio, unsigned nr_segs);
+bool ctx_bio_merge(QueueImpl* q, SwCtx* ctx, HctxType type, Bio* bio, unsigned nr_segs);
+bool rq_mergeable(const Request* rq);
+bool bio_mergeable(const Bio* bio);
+unsigned bio_segments(const Bio* bio);
+void bio_to_request(Request* rq, Bio* bio, unsigned nr_segs);
+void bio_endio(Bio* bio);
+
+// flush.cc
+bool insert_flush(Request* rq);   // true: consumed by the flush machinery
+struct FlushQueue* flush_queue_alloc(QueueImpl* q);
+void flush_queue_free(struct FlushQueue* fq);
+bool flush_end_io_hook(Request* rq, BlkStatus st);
+
+// timeout.cc
+void add_timer(Request* rq);
+void timeout_work_fn(Work* w);
+void requeue_work_fn(Work* w);
+
+// tagset.cc
+Status alloc_static_rqs(TagSetImpl* set, Tags* tags, unsigned hctx_idx);
+void free_static_rqs(TagSetImpl* set, Tags* tags, unsigned hctx_idx);
+void run_work_fn(Work* w);
+
+// elevator.cc
+Status elevator_init_default(QueueImpl* q);
+Status elevator_switch(QueueImpl* q, std::string_view name);
+void elevator_exit(QueueImpl* q);
+std::string elevator_list(const QueueImpl* q);
+Status set_nr_requests(QueueImpl* q, unsigned nr);
+
+// plug.cc
+struct PlugState {
+  RqList mq_list;
+  RqList cached_rqs;
+  unsigned nr_ios = 1;
+  unsigned rq_count = 0;
+  bool multiple_queues = false;
+  bool has_elevator = false;
+  uint64_t cur_ktime = 0;
+  QueueImpl* last_q = nullptr;
+};
+PlugState* current_plug_state();
+void add_rq_to_plug(PlugState* plug, Request* rq);
+void flush_plug(PlugState* plug, bool from_schedule);
+
+// softirq.cc
+void raise_block_softirq(Request* rq);
+void send_completion_ipi(Request* rq, unsigned cpu);
+bool cpus_share_cache(unsigned a, unsigned b);
+bool cpu_online(unsigned cpu);
+void set_exec_context(ExecContext c);
+
+// attrs.cc
+Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view value);
+Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path);
+std::vector<std::string> queue_attr_names(const QueueImpl* q);
+
+}  // namespace blkmq

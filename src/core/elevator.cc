@@ -1,0 +1,208 @@
+// The elevator framework: registration, the default choice, switching under
+// I/O (freeze + quiesce), scheduler tags and nr_requests.
+#include <algorithm>
+#include <mutex>
+
+#include "core/core.h"
+
+namespace blkmq {
+namespace {
+
+std::mutex& registry_lock() {
+  static std::mutex m;
+  return m;
+}
+std::vector<const ElevatorType*>& registry() {
+  static std::vector<const ElevatorType*> r;
+  return r;
+}
+
+const ElevatorType* find_elevator(std::string_view name) {
+  std::lock_guard<std::mutex> g(registry_lock());
+  for (const ElevatorType* t : registry())
+    if (t->name == name) return t;
+  return nullptr;
+}
+
+unsigned default_nr_requests(const QueueImpl* q) { return 2 * std::min(q->set_->cfg().queue_depth, 128u); }
+
+void free_sched_tags(QueueImpl* q) {
+  for (HwCtxImpl* h : q->hctxs_) {
+    if (h->sched_tags_store) free_static_rqs(q->set_, h->sched_tags_store.get(), h->queue_num);
+    h->sched_tags_store.reset();
+    h->sched_tags = nullptr;
+  }
+  if (q->shared_sched_tags_) free_static_rqs(q->set_, q->shared_sched_tags_.get(), 0);
+  q->shared_sched_tags_.reset();
+}
+
+Status alloc_sched_tags(QueueImpl* q, unsigned depth) {
+  const bool rr = q->set_->cfg().flags & kTagSetTagRR;
+  const unsigned resv = q->set_->cfg().reserved_tags;
+  if (q->set_->shared_hctx_tags()) {
+    q->shared_sched_tags_ = std::make_unique<Tags>(depth + resv, resv, rr);
+    if (Status s = alloc_static_rqs(q->set_, q->shared_sched_tags_.get(), 0); !s) return s;
+    for (HwCtxImpl* h : q->hctxs_) h->sched_tags = q->shared_sched_tags_.get();
+    return Status::ok();
+  }
+  for (HwCtxImpl* h : q->hctxs_) {
+    h->sched_tags_store = std::make_unique<Tags>(depth + resv, resv, rr);
+    if (Status s = alloc_static_rqs(q->set_, h->sched_tags_store.get(), h->queue_num); !s) return s;
+    h->sched_tags = h->sched_tags_store.get();
+  }
+  return Status::ok();
+}
+
+void exit_current(QueueImpl* q) {
+  ElevatorQueue* eq = q->elevator_;
+  if (!eq) return;
+  const ElevatorOps& ops = eq->type->ops;
+  for (HwCtxImpl* h : q->hctxs_)
+    if (ops.exit_hctx) ops.exit_hctx(h, h->queue_num);
+  ops.exit_sched(eq);
+  q->elevator_ = nullptr;
+  q->elevator_store_.reset();
+  q->sq_sched_ = false;
+  free_sched_tags(q);
+  q->nr_requests_ = q->set_->cfg().queue_depth;
+  q->async_depth_ = q->nr_requests_;
+}
+
+Status init_new(QueueImpl* q, const ElevatorType* t) {
+  q->nr_requests_ = default_nr_requests(q);
+  q->async_depth_ = q->nr_requests_;
+  if (Status s = alloc_sched_tags(q, q->nr_requests_); !s) {
+    free_sched_tags(q);
+    return s;
+  }
+  auto eq = std::make_unique<ElevatorQueue>();
+  eq->type = t;
+  eq->queue = q;
+  if (Status s = t->ops.init_sched(q, eq.get()); !s) {
+    free_sched_tags(q);
+    return s;
+  }
+  for (HwCtxImpl* h : q->hctxs_) {
+    if (!t->ops.init_hctx) continue;
+    if (Status s = t->ops.init_hctx(h, h->queue_num); !s) {
+      for (HwCtxImpl* g : q->hctxs_) {
+        if (g == h) break;
+        if (t->ops.exit_hctx) t->ops.exit_hctx(g, g->queue_num);
+      }
+      t->ops.exit_sched(eq.get());
+      free_sched_tags(q);
+      return s;
+    }
+  }
+  q->sq_sched_ = t->queue_wide;
+  q->elevator_store_ = std::move(eq);
+  q->elevator_ = q->elevator_store_.get();
+  return Status::ok();
+}
+
+// Runs fn with the queue frozen and quiesced: no request exists and no
+// dispatch runs, so scheduler state can change hands.
+template <typename Fn>
+Status with_queue_frozen(QueueImpl* q, Fn&& fn) {
+  q->freeze_start();
+  q->freeze_wait();
+  q->quiesce_depth_.fetch_add(1, std::memory_order_seq_cst);
+  q->wait_dispatch_idle();
+  Status s = fn();
+  if (q->quiesce_depth_.fetch_sub(1) == 1) run_hw_queues_impl(q, true);
+  q->unfreeze_impl();
+  return s;
+}
+
+}  // namespace
+
+Status register_elevator(const ElevatorType* type) {
+  if (!type || type->name.empty() || type->name == "none")
+    return Status::invalid("elevator: a name other than 'none' is required");
+  if (!type->ops.init_sched || !type->ops.exit_sched || !type->ops.insert_requests ||
+      !type->ops.dispatch_request || !type->ops.has_work)
+    return Status::invalid("elevator " + type->name + ": a required hook is missing");
+  std::lock_guard<std::mutex> g(registry_lock());
+  for (const ElevatorType* t : registry())
+    if (t->name == type->name) return Status::error(17, "elevator " + type->name + " is already registered");
+  registry().push_back(type);
+  return Status::ok();
+}
+
+std::vector<std::string> registered_elevators() {
+  std::lock_guard<std::mutex> g(registry_lock());
+  std::vector<std::string> v;
+  for (const ElevatorType* t : registry()) v.push_back(t->name);
+  return v;
+}
+
+// elevator_get_default: none for no_sched, for several hw queues without a
+// shared tag bitmap; mq-deadline otherwise (when it is registered).
+Status elevator_init_default(QueueImpl* q) {
+  q->nr_requests_ = q->set_->cfg().queue_depth;
+  q->async_depth_ = q->nr_requests_;
+  const uint32_t f = q->set_->cfg().flags;
+  if (f & (kTagSetNoSched | kTagSetNoSchedByDefault)) return Status::ok();
+  if (q->nr_hw_queues_ != 1 && !(f & kTagSetSharedTags)) return Status::ok();
+  const ElevatorType* t = find_elevator("mq-deadline");
+  if (!t) return Status::ok();
+  std::lock_guard<std::mutex> g(q->sysfs_lock_);
+  return init_new(q, t);
+}
+
+Status elevator_switch(QueueImpl* q, std::string_view name) {
+  std::string n(name);
+  while (!n.empty() && (n.back() == '\n' || n.back() == ' ')) n.pop_back();
+  const bool none = n == "none";
+  const ElevatorType* t = none ? nullptr : find_elevator(n);
+  if (!none && !t) return Status::invalid("queue/scheduler: unknown scheduler '" + n + "'; available: " + elevator_list(q));
+  if (!none && (q->set_->cfg().flags & kTagSetNoSched))
+    return Status::invalid("queue/scheduler: this tag set has no_sched; only 'none' is possible");
+  std::lock_guard<std::mutex> g(q->sysfs_lock_);
+  if ((none && !q->elevator_) || (t && q->elevator_ && q->elevator_->type == t)) return Status::ok();
+  return with_queue_frozen(q, [&]() -> Status {
+    exit_current(q);
+    if (none) return Status::ok();
+    return init_new(q, t);
+  });
+}
+
+void elevator_exit(QueueImpl* q) {
+  std::lock_guard<std::mutex> g(q->sysfs_lock_);
+  exit_current(q);
+}
+
+std::string elevator_list(const QueueImpl* q) {
+  const std::string cur = q->elevator_ ? q->elevator_->type->name : "none";
+  std::string out = cur == "none" ? "[none]" : "none";
+  if (!(q->set_->cfg().flags & kTagSetNoSched)) {
+    for (const std::string& n : registered_elevators()) out += n == cur ? " [" + n + "]" : " " + n;
+  }
+  return out;
+}
+
+Status set_nr_requests(QueueImpl* q, unsigned nr) {
+  std::lock_guard<std::mutex> g(q->sysfs_lock_);
+  if (nr < 4) nr = 4;  // BLKDEV_MIN_RQ, as the kernel clamps
+  if (!q->elevator_) {
+    const unsigned depth = q->set_->cfg().queue_depth;
+    if (nr > depth) return Status::invalid("queue/nr_requests: at most the queue depth (" + std::to_string(depth) + ") without a scheduler");
+    return with_queue_frozen(q, [&]() -> Status {
+      for (HwCtxImpl* h : q->hctxs_) h->tags->bitmap_tags.resize(nr - h->tags->nr_reserved);
+      q->nr_requests_ = nr;
+      q->async_depth_ = std::min(q->async_depth_, nr);
+      return Status::ok();
+    });
+  }
+  if (nr > 2048) return Status::invalid("queue/nr_requests: at most 2048 with a scheduler");
+  return with_queue_frozen(q, [&]() -> Status {
+    free_sched_tags(q);
+    if (Status s = alloc_sched_tags(q, nr); !s) return s;
+    q->nr_requests_ = nr;
+    q->async_depth_ = std::min(q->async_depth_, nr);
+    if (q->elevator_->type->ops.depth_updated) q->elevator_->type->ops.depth_updated(q);
+    return Status::ok();
+  });
+}
+
+}  // namespace blkmq

@@ -1,0 +1,48 @@
+// kblockd: one worker thread per CPU ("kblockd/N"), pinned and raised in
+// priority where allowed (the kernel's WQ_HIGHPRI kblockd), started on first
+// use. A work item is queued at most once (pending bit); delayed work uses
+// the process timer thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "base/timer.h"
+
+namespace blkmq {
+
+struct Work {
+  void (*fn)(Work*) = nullptr;
+  void* data = nullptr;  // the owner, for fn
+  std::atomic<uint32_t> pending{0};
+  std::atomic<uint32_t> running{0};
+  Work* next = nullptr;
+};
+
+constexpr int kWorkCpuUnbound = -1;  // run on the calling CPU's worker
+
+// Queues w on cpu's worker unless already pending. Any context. Returns true
+// if this call queued it. Cost when pending: one atomic exchange.
+bool kblockd_queue_work(Work* w, int cpu);
+// Waits until w is neither pending nor running. Task context.
+void kblockd_flush_work(Work* w);
+// True on a kblockd worker thread.
+bool on_kblockd();
+
+// Work that may be delayed (delayed_work).
+struct DelayedWork {
+  Work work;
+  base::Timer timer;
+  std::atomic<int> cpu{kWorkCpuUnbound};
+
+  void init(void (*fn)(Work*), void* data);
+  // queue_delayed_work: does nothing if the work is pending or the timer
+  // armed. delay 0 queues at once.
+  void schedule(int cpu, uint64_t delay_ns);
+  // mod_delayed_work: (re)arms to fire after delay_ns; 0 queues at once.
+  void mod(int cpu, uint64_t delay_ns);
+  // Cancels the timer and waits for a queued or running execution.
+  void cancel_sync();
+};
+
+}  // namespace blkmq

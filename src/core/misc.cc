@@ -1,0 +1,133 @@
+// Status names, I/O contexts and the device-driver registry.
+#include <atomic>
+#include <mutex>
+
+#include "blkmq/device.h"
+#include "blkmq/ioctx.h"
+#include "blkmq/status.h"
+
+namespace blkmq {
+
+void null_driver_link();  // forces the null driver's registration to be linked
+
+const char* blk_status_name(BlkStatus s) {
+  switch (s) {
+    case BlkStatus::ok: return "ok";
+    case BlkStatus::notsupp: return "notsupp";
+    case BlkStatus::timeout: return "timeout";
+    case BlkStatus::nospc: return "nospc";
+    case BlkStatus::ioerr: return "ioerr";
+    case BlkStatus::inval: return "inval";
+    case BlkStatus::again: return "again";
+    case BlkStatus::resource: return "resource";
+    case BlkStatus::dev_resource: return "dev_resource";
+    case BlkStatus::medium: return "medium";
+  }
+  return "unknown";
+}
+
+int blk_status_to_errno(BlkStatus s) {
+  switch (s) {
+    case BlkStatus::ok: return 0;
+    case BlkStatus::notsupp: return -95;
+    case BlkStatus::timeout: return -110;
+    case BlkStatus::nospc: return -28;
+    case BlkStatus::inval: return -22;
+    case BlkStatus::again: return -11;
+    case BlkStatus::resource:
+    case BlkStatus::dev_resource: return -16;
+    case BlkStatus::medium: return -61;
+    case BlkStatus::ioerr: return -5;
+  }
+  return -5;
+}
+
+BlkStatus errno_to_blk_status(int err) {
+  if (err < 0) err = -err;
+  switch (err) {
+    case 0: return BlkStatus::ok;
+    case 95: return BlkStatus::notsupp;
+    case 110: return BlkStatus::timeout;
+    case 28: return BlkStatus::nospc;
+    case 22: return BlkStatus::inval;
+    case 11: return BlkStatus::again;
+    case 16: return BlkStatus::resource;
+    case 61: return BlkStatus::medium;
+    default: return BlkStatus::ioerr;
+  }
+}
+
+IoContext* current_io_context() {
+  static std::atomic<uint64_t> next_id{1};
+  thread_local IoContext ioc{kIoprioDefault, 100, next_id.fetch_add(1), nullptr};
+  return &ioc;
+}
+
+namespace {
+
+std::mutex& drivers_lock() {
+  static std::mutex m;
+  return m;
+}
+std::vector<const DeviceDriver*>& drivers() {
+  static std::vector<const DeviceDriver*> v;
+  return v;
+}
+const DeviceDriver* find_driver(std::string_view name) {
+  null_driver_link();
+  std::lock_guard<std::mutex> g(drivers_lock());
+  for (const DeviceDriver* d : drivers())
+    if (d->name == name) return d;
+  return nullptr;
+}
+
+}  // namespace
+
+void register_device_driver(const DeviceDriver* drv) {
+  std::lock_guard<std::mutex> g(drivers_lock());
+  for (const DeviceDriver* d : drivers())
+    if (d->name == drv->name) return;
+  drivers().push_back(drv);
+}
+
+std::vector<std::string> device_drivers() {
+  null_driver_link();
+  std::lock_guard<std::mutex> g(drivers_lock());
+  std::vector<std::string> v;
+  for (const DeviceDriver* d : drivers()) v.push_back(d->name);
+  return v;
+}
+
+std::vector<ParamInfo> device_params(std::string_view driver) {
+  const DeviceDriver* d = find_driver(driver);
+  return d ? d->params : std::vector<ParamInfo>{};
+}
+
+Result<std::unique_ptr<Device>> create_device(std::string_view driver, const ParamMap& params) {
+  const DeviceDriver* d = find_driver(driver);
+  if (!d) {
+    std::string list;
+    for (const std::string& n : device_drivers()) list += (list.empty() ? "" : ", ") + n;
+    return Status::invalid("unknown driver '" + std::string(driver) + "'; available: " + list);
+  }
+  ParamMap driver_params;
+  std::vector<std::pair<std::string, std::string>> attrs;
+  for (const auto& [k, v] : params) {
+    if (k.rfind("attr:", 0) == 0) {
+      attrs.emplace_back(k.substr(5), v);
+      continue;
+    }
+    bool known = false;
+    for (const ParamInfo& p : d->params) known |= p.name == k;
+    if (!known) return Status::invalid("driver " + d->name + ": unknown parameter '" + k + "'");
+    driver_params.emplace(k, v);
+  }
+  auto dev = d->create(driver_params);
+  if (!dev) return dev.status();
+  for (const auto& [path, value] : attrs) {
+    if (Status s = dev.value()->queue().set_attr(path, value); !s) return s;
+  }
+  return std::move(dev.value());
+}
+
+}  // namespace blkmq

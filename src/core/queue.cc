@@ -1,0 +1,299 @@
+// Request queues: creation, the software/hardware context maps, usage
+// counting with freeze, quiesce, teardown, and small accessors.
+#include <algorithm>
+#include <thread>
+
+#include "base/event.h"
+#include "base/percpu.h"
+#include "blkmq/plug.h"
+#include "core/core.h"
+
+namespace blkmq {
+namespace {
+
+void sleep_us(unsigned us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); }
+
+HctxType type_of_index(const TagSetImpl* set, unsigned idx) {
+  const auto& n = set->cfg().nr_queues;
+  if (idx < n[0]) return HctxType::dflt;
+  if (idx < n[0] + n[1]) return HctxType::read;
+  return HctxType::poll;
+}
+
+void timeout_timer_fired(QueueImpl* q) { kblockd_queue_work(&q->timeout_work_, kWorkCpuUnbound); }
+
+}  // namespace
+
+QueueImpl::QueueImpl(TagSetImpl* set, const QueueConfig& cfg)
+    : set_(set), cfg_(cfg), limits_(cfg.limits), ops_(set->cfg().ops) {}
+
+Status QueueImpl::init_hctxs(unsigned nr_hw) {
+  std::vector<std::unique_ptr<HwCtxImpl>> fresh;
+  for (unsigned i = 0; i < nr_hw; i++) {
+    auto h = std::make_unique<HwCtxImpl>();
+    h->queue = this;
+    h->set = set_;
+    h->q = this;
+    h->queue_num = i;
+    h->type = type_of_index(set_, i);
+    h->tags = set_->tags_[i];
+    h->run_work.init(run_work_fn, h.get());
+    fresh.push_back(std::move(h));
+  }
+  for (unsigned i = 0; i < nr_hw; i++) {
+    HwCtxImpl* h = fresh[i].get();
+    if (ops_->init_hctx) {
+      if (int err = ops_->init_hctx(h, set_->cfg().driver_data, i)) {
+        for (unsigned j = 0; j < i; j++)
+          if (ops_->exit_hctx) ops_->exit_hctx(fresh[j].get(), j);
+        for (auto& f : fresh) hctx_graveyard_.push_back(std::move(f));
+        return Status::error(err < 0 ? -err : err, "driver init_hctx failed for hw queue " + std::to_string(i));
+      }
+    }
+    h->initialized = true;
+  }
+  for (auto& h : hctx_store_) hctx_graveyard_.push_back(std::move(h));
+  hctx_store_ = std::move(fresh);
+  hctxs_.clear();
+  for (auto& h : hctx_store_) hctxs_.push_back(h.get());
+  nr_hw_queues_ = nr_hw;
+  return Status::ok();
+}
+
+void QueueImpl::exit_hctxs() {
+  for (HwCtxImpl* h : hctxs_) {
+    h->run_work.cancel_sync();
+    if (h->initialized && ops_->exit_hctx) ops_->exit_hctx(h, h->queue_num);
+    h->initialized = false;
+  }
+}
+
+void QueueImpl::map_swqueues() {
+  for (HwCtxImpl* h : hctxs_) {
+    h->ctxs.clear();
+    h->cpus.clear();
+    h->cpu_mask.assign(nr_ctx_, 0);
+  }
+  for (unsigned c = 0; c < nr_ctx_; c++) {
+    SwCtx* ctx = &ctxs_[c];
+    for (unsigned t = 0; t < kNrHctxTypes; t++) {
+      HwCtxImpl* h = hctxs_[set_->maps_[t].mq_map[c]];
+      ctx->hctxs[t] = h;
+      const unsigned ht = static_cast<unsigned>(h->type);
+      if (h->cpu_mask[c]) continue;  // already mapped through another type
+      ctx->index_hw[ht] = static_cast<unsigned>(h->ctxs.size());
+      h->ctxs.push_back(ctx);
+      h->cpus.push_back(c);
+      h->cpu_mask[c] = 1;
+    }
+  }
+  for (HwCtxImpl* h : hctxs_) h->ctx_map.resize(static_cast<unsigned>(h->ctxs.size()));
+}
+
+Status QueueImpl::init() {
+  QueueLimits& l = limits_;
+  const uint32_t lbs = l.logical_block_size;
+  if (lbs < 512 || lbs > 4096 || (lbs & (lbs - 1)))
+    return Status::invalid("logical_block_size must be a power of two in 512..4096, got " + std::to_string(lbs));
+  if (l.physical_block_size < lbs) l.physical_block_size = lbs;
+  if (l.max_hw_sectors < (lbs >> kSectorShift)) return Status::invalid("max_hw_sectors below one block");
+  if (l.max_sectors == 0 || l.max_sectors > l.max_hw_sectors) l.max_sectors = l.max_hw_sectors;
+  if (l.max_segments == 0) return Status::invalid("max_segments must be at least 1");
+  if (l.max_segment_size < 4096) l.max_segment_size = 4096;
+  l.poll = set_->cfg().nr_queues[2] > 0;
+  tun_.io_timeout_ms.store(set_->cfg().timeout_ms);
+  nr_ctx_ = base::possible_cpus();
+  ctxs_.reset(new SwCtx[nr_ctx_]);
+  for (unsigned c = 0; c < nr_ctx_; c++) {
+    ctxs_[c].cpu = c;
+    ctxs_[c].queue = this;
+  }
+  std::lock_guard<std::mutex> g(set_->lock_);
+  if (Status s = init_hctxs(set_->nr_hw_queues_); !s) return s;
+  map_swqueues();
+  requeue_work_.init(requeue_work_fn, this);
+  timeout_work_.fn = timeout_work_fn;
+  timeout_work_.data = this;
+  timeout_timer_.init(&base::TimerThread::global(), [this] { timeout_timer_fired(this); });
+  fq_ = flush_queue_alloc(this);
+  set_->queues_.push_back(this);
+  if (set_->queues_.size() > 1) set_->queue_shared_ = true;
+  return Status::ok();
+}
+
+bool QueueImpl::enter(bool nowait) {
+  for (;;) {
+    usage_[base::this_cpu()].fetch_add(1, std::memory_order_seq_cst);
+    if (freeze_depth_.load(std::memory_order_seq_cst) == 0 && !dying_.load(std::memory_order_relaxed)) return true;
+    exit_ref();
+    if (dying_.load() || nowait) return false;
+    flush_current_plug(true);  // about to sleep
+    uint32_t seq = freeze_seq_.load(std::memory_order_acquire);
+    if (freeze_depth_.load(std::memory_order_seq_cst) != 0 && !dying_.load())
+      base::futex_wait(&freeze_seq_, seq, 10 * 1000 * 1000);
+  }
+}
+
+int64_t QueueImpl::usage_sum() const {
+  int64_t s = 0;
+  for (unsigned c = 0; c < usage_.size(); c++) s += usage_[c].load(std::memory_order_seq_cst);
+  return s;
+}
+
+void QueueImpl::wait_dispatch_idle() const {
+  for (;;) {
+    int64_t s = 0;
+    for (unsigned c = 0; c < dispatch_cnt_.size(); c++) s += dispatch_cnt_[c].load(std::memory_order_seq_cst);
+    if (s == 0) return;
+    sleep_us(20);
+  }
+}
+
+void QueueImpl::freeze_start() {
+  std::lock_guard<std::mutex> g(freeze_lock_);
+  freeze_depth_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+// Waits for every request to be freed; keeps the queues moving meanwhile so
+// that requests sitting in software queues or the requeue list drain.
+void QueueImpl::freeze_wait() {
+  unsigned spins = 0;
+  while (usage_sum() != 0) {
+    if (++spins % 64 == 0) {
+      kick_requeue_list(this);
+      run_hw_queues_impl(this, true);
+    }
+    sleep_us(50);
+  }
+}
+
+void QueueImpl::unfreeze_impl() {
+  std::lock_guard<std::mutex> g(freeze_lock_);
+  if (freeze_depth_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+    freeze_seq_.fetch_add(1, std::memory_order_release);
+    base::futex_wake(&freeze_seq_, 1 << 30);
+  }
+}
+
+QueueImpl::~QueueImpl() {
+  {
+    std::lock_guard<std::mutex> g(freeze_lock_);
+    dying_.store(true, std::memory_order_seq_cst);
+    freeze_seq_.fetch_add(1);
+    base::futex_wake(&freeze_seq_, 1 << 30);
+  }
+  // Drain: everything submitted ends; queued I/O is dispatched.
+  if (quiesce_depth_.load()) {
+    quiesce_depth_.store(0);
+  }
+  for (unsigned i = 0; i < nr_hw_queues_; i++) hctxs_[i]->state.fetch_and(~kHctxStopped);
+  freeze_wait();
+  quiesce_depth_.fetch_add(1);
+  wait_dispatch_idle();
+  timeout_timer_.cancel_sync();
+  kblockd_flush_work(&timeout_work_);
+  requeue_work_.cancel_sync();
+  elevator_exit(this);
+  {
+    std::lock_guard<std::mutex> g(set_->lock_);
+    exit_hctxs();
+    auto& v = set_->queues_;
+    v.erase(std::remove(v.begin(), v.end(), this), v.end());
+    set_->queue_shared_ = v.size() > 1;
+    for (HwCtxImpl* h : hctxs_) tag_idle(h);
+  }
+  for (auto& h : hctx_graveyard_) h->run_work.cancel_sync();
+  flush_queue_free(fq_);
+}
+
+Queue::~Queue() = default;
+
+Result<std::unique_ptr<Queue>> Queue::create(TagSet& set, const QueueConfig& cfg) {
+  auto q = std::make_unique<QueueImpl>(to_impl(&set), cfg);
+  if (Status s = q->init(); !s) return s;
+  if (Status s = cfg.scheduler.empty() ? elevator_init_default(q.get()) : elevator_switch(q.get(), cfg.scheduler); !s)
+    return s;
+  return std::unique_ptr<Queue>(std::move(q));
+}
+
+void Queue::freeze() {
+  QueueImpl* q = to_impl(this);
+  q->freeze_start();
+  q->freeze_wait();
+}
+
+void Queue::unfreeze() { to_impl(this)->unfreeze_impl(); }
+
+void Queue::quiesce() {
+  QueueImpl* q = to_impl(this);
+  q->quiesce_depth_.fetch_add(1, std::memory_order_seq_cst);
+  q->wait_dispatch_idle();
+}
+
+void Queue::unquiesce() {
+  QueueImpl* q = to_impl(this);
+  if (q->quiesce_depth_.fetch_sub(1, std::memory_order_seq_cst) == 1) run_hw_queues_impl(q, true);
+}
+
+int Queue::poll(const Bio* bio) {
+  QueueImpl* q = to_impl(this);
+  const unsigned idx = static_cast<unsigned>(bio->cookie);
+  if (!q->ops_->poll || idx >= q->nr_hw_queues_) return 0;
+  HwCtxImpl* h = q->hctx(idx);
+  IoCompBatch iob;
+  int n = q->ops_->poll(h, &iob);
+  end_request_batch(&iob);
+  return n;
+}
+
+const QueueLimits& Queue::limits() const { return to_impl(this)->limits_; }
+const std::string& Queue::name() const { return to_impl(this)->cfg_.name; }
+TagSet& Queue::tag_set() const { return *to_impl(this)->set_; }
+unsigned Queue::nr_hw_queues() const { return to_impl(this)->nr_hw_queues_; }
+
+DiskStat Queue::disk_stat() const {
+  const QueueImpl* q = to_impl(this);
+  DiskStat d{};
+  uint64_t ios[4] = {}, merges[4] = {}, sectors[4] = {}, nsecs[4] = {};
+  int64_t inflight = 0;
+  for (unsigned c = 0; c < q->stats_.size(); c++) {
+    const PartStat& p = q->stats_[c];
+    for (int g = 0; g < 4; g++) {
+      ios[g] += p.ios[g].load(std::memory_order_relaxed);
+      merges[g] += p.merges[g].load(std::memory_order_relaxed);
+      sectors[g] += p.sectors[g].load(std::memory_order_relaxed);
+      nsecs[g] += p.nsecs[g].load(std::memory_order_relaxed);
+    }
+    inflight += p.in_flight[0].load(std::memory_order_relaxed) + p.in_flight[1].load(std::memory_order_relaxed);
+  }
+  const uint64_t ms = 1000000;
+  d.read_ios = ios[0], d.read_merges = merges[0], d.read_sectors = sectors[0], d.read_ticks_ms = nsecs[0] / ms;
+  d.write_ios = ios[1], d.write_merges = merges[1], d.write_sectors = sectors[1], d.write_ticks_ms = nsecs[1] / ms;
+  d.discard_ios = ios[2], d.discard_merges = merges[2], d.discard_sectors = sectors[2], d.discard_ticks_ms = nsecs[2] / ms;
+  d.flush_ios = ios[3], d.flush_ticks_ms = nsecs[3] / ms;
+  d.in_flight = inflight > 0 ? static_cast<uint64_t>(inflight) : 0;
+  d.io_ticks_ms = q->io_ticks_ns_.load(std::memory_order_relaxed) / ms;
+  d.time_in_queue_ms = (nsecs[0] + nsecs[1] + nsecs[2] + nsecs[3]) / ms;
+  return d;
+}
+
+HctxStats Queue::hctx_stats(unsigned i) const {
+  const QueueImpl* q = to_impl(this);
+  HctxStats s;
+  if (i >= q->nr_hw_queues_) return s;
+  const HwCtxImpl* h = q->hctx(i);
+  s.queued = h->queued.get();
+  s.run = h->runs.get();
+  s.busy = h->busy.get();
+  for (int b = 0; b < 8; b++) s.dispatched[b] = h->dispatched[b].get();
+  s.dispatch_busy = h->dispatch_busy.load(std::memory_order_relaxed);
+  return s;
+}
+
+Status Queue::set_attr(std::string_view path, std::string_view value) {
+  return queue_attr_store(to_impl(this), path, value);
+}
+Result<std::string> Queue::attr(std::string_view path) const { return queue_attr_show(to_impl(this), path); }
+std::vector<std::string> Queue::attr_names() const { return queue_attr_names(to_impl(this)); }
+
+}  // namespace blkmq

@@ -1,0 +1,328 @@
+// Bio submission: checks, splitting to the queue limits, merging, request
+// allocation, and the choice between plugging, inserting and issuing
+// directly (blk_mq_submit_bio and __submit_bio).
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "base/event.h"
+#include "blkmq/plug.h"
+#include "core/core.h"
+
+namespace blkmq {
+namespace {
+
+void fail_bio(Bio* bio, BlkStatus st) {
+  bio->status = st;
+  bio_endio(bio);
+}
+
+// Bad input gets a clear status and touches nothing.
+BlkStatus check_bio(const QueueImpl* q, const Bio* bio) {
+  const QueueLimits& l = q->limits_;
+  const uint32_t lbs = l.logical_block_size;
+  const uint64_t lbs_sectors = lbs >> kSectorShift;
+  switch (bio->op) {
+    case ReqOp::flush:
+      return bio->size ? BlkStatus::inval : BlkStatus::ok;
+    case ReqOp::discard:
+      if (!l.max_discard_sectors) return BlkStatus::notsupp;
+      break;
+    case ReqOp::write_zeroes:
+      if (!l.max_write_zeroes_sectors) return BlkStatus::notsupp;
+      break;
+    case ReqOp::read:
+    case ReqOp::write: {
+      if (!bio->vec || !bio->nr_vecs) return BlkStatus::inval;
+      uint64_t total = 0;
+      for (uint16_t i = 0; i < bio->nr_vecs; i++) total += bio->vec[i].iov_len;
+      if (total != bio->size) return BlkStatus::inval;
+      break;
+    }
+    default:
+      return BlkStatus::notsupp;
+  }
+  if (bio->size == 0 || bio->size % lbs || bio->sector % lbs_sectors) return BlkStatus::inval;
+  if (bio->end_sector() > l.capacity_sectors || bio->end_sector() < bio->sector) return BlkStatus::inval;
+  if ((bio->flags & kBioPolled) && !l.poll) return BlkStatus::notsupp;
+  return BlkStatus::ok;
+}
+
+// A bio too large for one request is split into children that end into the
+// parent (bio_split_to_limits). Not on the fast path: allocates.
+struct SplitParent {
+  Bio* orig;
+  std::atomic<int> remaining;
+  std::atomic<uint8_t> status{static_cast<uint8_t>(BlkStatus::ok)};
+  std::vector<iovec> vecs;
+  std::vector<Bio> children;
+};
+
+void split_child_end_io(Bio* child) {
+  auto* sp = static_cast<SplitParent*>(child->private_data);
+  if (child->status != BlkStatus::ok) {
+    uint8_t ok = static_cast<uint8_t>(BlkStatus::ok);
+    sp->status.compare_exchange_strong(ok, static_cast<uint8_t>(child->status));
+  }
+  if (sp->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  Bio* orig = sp->orig;
+  orig->status = static_cast<BlkStatus>(sp->status.load());
+  delete sp;
+  orig->end_io(orig);
+}
+
+bool needs_split(const QueueImpl* q, const Bio* bio) {
+  if (!op_has_data(bio->op)) return false;
+  const uint64_t max_bytes = static_cast<uint64_t>(q->limits_.max_sectors) << kSectorShift;
+  if (bio->size > max_bytes || bio->nr_vecs > q->limits_.max_segments) return true;
+  for (uint16_t i = 0; i < bio->nr_vecs; i++)
+    if (bio->vec[i].iov_len > q->limits_.max_segment_size) return true;
+  return false;
+}
+
+// Cuts the data vector into children within max_sectors, max_segments and
+// max_segment_size, each a multiple of the logical block size. Returns null
+// if the vector cannot be expressed within the limits.
+std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
+  auto sp = std::make_unique<SplitParent>();
+  sp->orig = bio;
+  const QueueLimits& l = q->limits_;
+  const uint64_t max_bytes =
+      (static_cast<uint64_t>(l.max_sectors) << kSectorShift) / l.logical_block_size * l.logical_block_size;
+  std::vector<std::pair<size_t, size_t>> ranges;  // first vec, count
+  uint16_t vi = 0;
+  size_t voff = 0;
+  while (vi < bio->nr_vecs) {
+    const size_t first = sp->vecs.size();
+    uint64_t bytes = 0;
+    while (vi < bio->nr_vecs && bytes < max_bytes && sp->vecs.size() - first < l.max_segments) {
+      size_t n = std::min<uint64_t>({bio->vec[vi].iov_len - voff, l.max_segment_size, max_bytes - bytes});
+      sp->vecs.push_back(iovec{static_cast<char*>(bio->vec[vi].iov_base) + voff, n});
+      bytes += n;
+      voff += n;
+      if (voff == bio->vec[vi].iov_len) {
+        vi++;
+        voff = 0;
+      }
+    }
+    // Give back a partial trailing block to the next child.
+    uint64_t rem = bytes % l.logical_block_size;
+    while (rem) {
+      iovec& lastv = sp->vecs.back();
+      size_t take = std::min<size_t>(rem, lastv.iov_len);
+      lastv.iov_len -= take;
+      rem -= take;
+      bytes -= take;
+      if (voff == 0) {  // step the cursor back into the previous vec
+        vi--;
+        voff = bio->vec[vi].iov_len;
+      }
+      voff -= take;
+      if (lastv.iov_len == 0) sp->vecs.pop_back();
+    }
+    if (bytes == 0) return nullptr;
+    ranges.emplace_back(first, sp->vecs.size() - first);
+  }
+  sp->children.resize(ranges.size());
+  uint64_t sector = bio->sector;
+  for (size_t c = 0; c < ranges.size(); c++) {
+    Bio& ch = sp->children[c];
+    ch.op = bio->op;
+    ch.flags = bio->flags;
+    ch.ioprio = bio->ioprio;
+    ch.ioc = bio->ioc;
+    ch.vec = &sp->vecs[ranges[c].first];
+    ch.nr_vecs = static_cast<uint16_t>(ranges[c].second);
+    uint64_t bytes = 0;
+    for (size_t k = 0; k < ranges[c].second; k++) bytes += ch.vec[k].iov_len;
+    ch.size = static_cast<uint32_t>(bytes);
+    ch.sector = sector;
+    sector += bytes >> kSectorShift;
+    ch.end_io = split_child_end_io;
+    ch.private_data = sp.get();
+  }
+  sp->remaining.store(static_cast<int>(ranges.size()));
+  return sp;
+}
+
+bool cached_rq_usable(QueueImpl* q, const Request* rq, const Bio* bio) {
+  if (rq->q != q || bio->op == ReqOp::flush) return false;
+  SwCtx* ctx = q->ctx(base::this_cpu());
+  return ctx->hctxs[static_cast<unsigned>(hctx_type_for(bio->op, bio->flags))] == rq->mq_hctx &&
+         bool(rq->rq_flags & kRqfSchedTags) == (q->elevator_ != nullptr);
+}
+
+bool try_bio_merge(QueueImpl* q, Bio* bio, unsigned nr_segs) {
+  const unsigned nomerges = q->tun_.nomerges.load(std::memory_order_relaxed);
+  if (nomerges >= 2 || !bio_mergeable(bio)) return false;
+  if (attempt_plug_merge(q, bio, nr_segs)) return true;
+  if (q->elevator_) {
+    const ElevatorOps& e = q->elevator_->type->ops;
+    return e.bio_merge && e.bio_merge(q, bio, nr_segs);
+  }
+  if (nomerges == 1) return false;  // only the one-hit (plug) merge
+  SwCtx* ctx = q->ctx(base::this_cpu());
+  return ctx_bio_merge(q, ctx, hctx_type_for(bio->op, bio->flags), bio, nr_segs);
+}
+
+// blk_mq_submit_bio for a bio within the limits.
+void submit_one(QueueImpl* q, Bio* bio) {
+  PlugState* plug = current_plug_state();
+  Request* rq = nullptr;
+  const bool use_cached = plug && !plug->cached_rqs.empty() && cached_rq_usable(q, plug->cached_rqs.head, bio);
+  if (!use_cached && !q->enter(bio->flags & kBioNowait)) {
+    fail_bio(bio, q->dying_.load() ? BlkStatus::ioerr : BlkStatus::again);
+    return;
+  }
+  const unsigned nr_segs = bio_segments(bio);
+  if (try_bio_merge(q, bio, nr_segs)) {
+    if (!use_cached) q->exit_ref();
+    return;
+  }
+  if (use_cached) {
+    rq = plug->cached_rqs.pop_front();
+  } else {
+    AllocData d{q, bio->flags, bio->op};
+    d.nowait = bio->flags & kBioNowait;
+    if (plug) {
+      d.nr_tags = plug->nr_ios;
+      d.cached = &plug->cached_rqs;
+      plug->nr_ios = 1;
+    }
+    rq = alloc_request(d);
+    if (!rq) {
+      q->exit_ref();
+      fail_bio(bio, BlkStatus::again);
+      return;
+    }
+  }
+  bio_to_request(rq, bio, nr_segs);
+  if ((bio->op == ReqOp::flush || (bio->flags & (kBioPreflush | kBioFua))) && insert_flush(rq)) return;
+
+  HwCtxImpl* h = to_impl(rq->mq_hctx);
+  const bool seed_b_direct = (q->set_->cfg().flags & kTagSetNoSched) && q->nr_hw_queues_ == 1 &&
+                             q->tun_.plug_direct_issue.load(std::memory_order_relaxed);
+  if (plug && !seed_b_direct) {
+    add_rq_to_plug(plug, rq);
+    return;
+  }
+  const bool is_sync = bio->op == ReqOp::read || (bio->flags & (kBioSync | kBioFua | kBioPreflush));
+  if (rq->rq_flags & kRqfUseSched) {
+    insert_request(rq, 0);
+    // Seed 000: run from the submitter (sync) or punt to kblockd (async).
+    run_hw_queue(h, q->tun_.sched_insert_run.load(std::memory_order_relaxed) == SchedInsertRun::async);
+  } else if (h->dispatch_busy.load(std::memory_order_relaxed) && (q->nr_hw_queues_ == 1 || !is_sync)) {
+    insert_request(rq, 0);
+    run_hw_queue(h, true);
+  } else {
+    q->dispatch_enter();
+    try_issue_directly(h, rq);
+    q->dispatch_exit();
+  }
+}
+
+void submit_checked(QueueImpl* q, Bio* bio) {
+  if (!needs_split(q, bio)) {
+    submit_one(q, bio);
+    return;
+  }
+  std::unique_ptr<SplitParent> sp = split_bio(q, bio);
+  if (!sp) {
+    fail_bio(bio, BlkStatus::inval);
+    return;
+  }
+  SplitParent* raw = sp.release();  // freed by the last child's end_io
+  const size_t n = raw->children.size();
+  for (size_t i = 0; i < n; i++) submit_one(q, &raw->children[i]);
+}
+
+}  // namespace
+
+void bio_endio(Bio* bio) { bio->end_io(bio); }
+
+void bio_to_request(Request* rq, Bio* bio, unsigned nr_segs) {
+  rq->op = bio->op;
+  rq->cmd_flags = bio->flags | (bio->op == ReqOp::read ? uint32_t{kBioSync} : 0u);
+  rq->sector = bio->sector;
+  rq->data_len = bio->size;
+  rq->bio = rq->biotail = bio;
+  rq->nr_phys_segments = static_cast<uint16_t>(nr_segs);
+  rq->ioprio = bio->ioprio;
+  rq->ioc = bio->ioc ? bio->ioc : current_io_context();
+  bio->cookie = rq->mq_hctx->queue_num;
+  account_io_start(rq);
+}
+
+void Queue::submit_bio(Bio* bio) {
+  QueueImpl* q = to_impl(this);
+  bio->bi_next = nullptr;
+  bio->done_bytes = 0;
+  bio->status = BlkStatus::ok;
+  if (BlkStatus st = check_bio(q, bio); st != BlkStatus::ok) {
+    fail_bio(bio, st);
+    return;
+  }
+  // __submit_bio once wrapped every bio in a plug; queue/submit_plug=implicit
+  // brings that back (seed 000's "before").
+  if (!current_plug_state() && q->tun_.submit_plug_implicit.load(std::memory_order_relaxed)) {
+    Plug plug;
+    submit_checked(q, bio);
+    return;
+  }
+  submit_checked(q, bio);
+}
+
+namespace {
+
+struct SyncWait {
+  base::Completion done;
+};
+
+void sync_end_io(Bio* bio) { static_cast<SyncWait*>(bio->private_data)->done.complete(); }
+
+BlkStatus submit_wait(Queue* q, Bio* bio) {
+  SyncWait w;
+  bio->end_io = sync_end_io;
+  bio->private_data = &w;
+  bio->flags |= kBioSync;
+  q->submit_bio(bio);
+  flush_current_plug(true);  // about to sleep
+  w.done.wait();
+  return bio->status;
+}
+
+}  // namespace
+
+BlkStatus Queue::read_sync(void* buf, uint64_t offset, uint32_t len) {
+  if (offset % kSectorSize) return BlkStatus::inval;
+  iovec v{buf, len};
+  Bio bio;
+  bio.op = ReqOp::read;
+  bio.sector = offset >> kSectorShift;
+  bio.size = len;
+  bio.vec = &v;
+  bio.nr_vecs = 1;
+  return submit_wait(this, &bio);
+}
+
+BlkStatus Queue::write_sync(const void* buf, uint64_t offset, uint32_t len, uint32_t flags) {
+  if (offset % kSectorSize) return BlkStatus::inval;
+  iovec v{const_cast<void*>(buf), len};
+  Bio bio;
+  bio.op = ReqOp::write;
+  bio.flags = flags;
+  bio.sector = offset >> kSectorShift;
+  bio.size = len;
+  bio.vec = &v;
+  bio.nr_vecs = 1;
+  return submit_wait(this, &bio);
+}
+
+BlkStatus Queue::flush_sync() {
+  Bio bio;
+  bio.op = ReqOp::flush;
+  bio.flags = kBioPreflush;
+  return submit_wait(this, &bio);
+}
+
+}  // namespace blkmq

@@ -1,0 +1,291 @@
+// Tag maps, request allocation and freeing, driver tags and fair sharing of
+// tags between the active queues of a tag set (blk-mq-tag.c, part of blk-mq.c).
+#include <cstdlib>
+#include <new>
+
+#include "base/sbitmap.h"
+#include "blkmq/plug.h"
+#include "core/core.h"
+#include "core/time.h"
+
+namespace blkmq {
+
+Tags::Tags(unsigned n, unsigned nr_resv, bool rr)
+    : nr_tags(n),
+      nr_reserved(nr_resv),
+      bitmap_tags(n - nr_resv, rr),
+      breserved_tags(nr_resv, rr),
+      rqs(new std::atomic<Request*>[n]),
+      static_rqs(n, nullptr) {
+  for (unsigned i = 0; i < n; i++) rqs[i].store(nullptr, std::memory_order_relaxed);
+}
+
+Tags::~Tags() {
+  for (Request* rq : static_rqs)
+    if (rq) rq->~Request();
+  std::free(rq_mem);
+}
+
+void CtxMap::resize(unsigned bits) {
+  bits_ = bits;
+  nwords_ = (bits + 63) / 64;
+  words_.reset(new std::atomic<uint64_t>[nwords_ ? nwords_ : 1]);
+  for (unsigned i = 0; i < (nwords_ ? nwords_ : 1); i++) words_[i].store(0, std::memory_order_relaxed);
+}
+
+bool CtxMap::any() const {
+  for (unsigned i = 0; i < nwords_; i++)
+    if (words_[i].load(std::memory_order_acquire)) return true;
+  return false;
+}
+
+HctxType hctx_type_for(ReqOp op, uint32_t cmd_flags) {
+  if (cmd_flags & kBioPolled) return HctxType::poll;
+  if (op == ReqOp::read) return HctxType::read;
+  return HctxType::dflt;
+}
+
+namespace {
+
+// With hctx-shared tags, activity and in-flight counts are per queue: keep
+// them on the first hctx.
+HwCtxImpl* active_owner(HwCtxImpl* hctx) {
+  return hctx->set && to_impl(hctx->set)->shared_hctx_tags() ? hctx->q->hctx(0) : hctx;
+}
+
+bool queue_shared(const HwCtxImpl* hctx) { return hctx->q->set_->queue_shared_; }
+
+// Fair sharing (hctx_may_queue): an active queue may hold at most
+// max(ceil(depth / users), 4) driver tags while several queues are busy.
+bool hctx_may_queue(HwCtxImpl* hctx, const base::SbitmapQueue& bt) {
+  if (!queue_shared(hctx) || bt.depth() <= 1) return true;
+  HwCtxImpl* owner = active_owner(hctx);
+  if (!(owner->state.load(std::memory_order_relaxed) & kHctxTagActive)) return true;
+  unsigned users = hctx->tags->active_queues.load(std::memory_order_relaxed);
+  if (!users) return true;
+  unsigned depth = std::max((bt.depth() + users - 1) / users, 4u);
+  return owner->nr_active.load(std::memory_order_relaxed) < depth;
+}
+
+void inc_active(HwCtxImpl* hctx) {
+  if (queue_shared(hctx)) active_owner(hctx)->nr_active.fetch_add(1, std::memory_order_relaxed);
+}
+void dec_active(HwCtxImpl* hctx) {
+  if (queue_shared(hctx)) active_owner(hctx)->nr_active.fetch_sub(1, std::memory_order_relaxed);
+}
+
+int try_get_tag(AllocData& d, Tags* tags) {
+  base::SbitmapQueue& bt = d.reserved ? tags->breserved_tags : tags->bitmap_tags;
+  if (!d.q->elevator_ && !d.reserved && !hctx_may_queue(d.hctx, bt)) return kNoTag;
+  int bit = d.shallow_depth ? bt.get_shallow(d.shallow_depth) : bt.get();
+  if (bit < 0) return kNoTag;
+  return d.reserved ? bit : bit + static_cast<int>(tags->nr_reserved);
+}
+
+Tags* alloc_tags_of(AllocData& d) { return d.q->elevator_ ? d.hctx->sched_tags : d.hctx->tags; }
+
+void pick_ctx(AllocData& d) {
+  d.ctx = d.q->ctx(base::this_cpu());
+  d.hctx = d.ctx->hctxs[static_cast<unsigned>(hctx_type_for(d.op, d.cmd_flags))];
+}
+
+// The slow path of blk_mq_get_tag: run the queue to free tags, then sleep on
+// one of the bitmap's wait queues until a tag frees.
+int get_tag_slow(AllocData& d) {
+  base::TaskWaiter waiter;
+  for (;;) {
+    Tags* tags = alloc_tags_of(d);
+    base::SbitmapQueue& bt = d.reserved ? tags->breserved_tags : tags->bitmap_tags;
+    if (!in_interrupt()) run_hw_queue(d.hctx, false);
+    int tag = try_get_tag(d, tags);
+    if (tag != kNoTag) return tag;
+    base::SbqWaitQueue* wq = bt.wait_ptr(&d.hctx->wait_index);
+    waiter.reset();
+    bt.add_wait(wq, waiter.entry());
+    tag = try_get_tag(d, tags);
+    if (tag != kNoTag) {
+      bt.remove_wait(wq, waiter.entry());
+      return tag;
+    }
+    // About to sleep: flush this thread's plug as the scheduler would.
+    flush_current_plug(true);
+    waiter.wait(0);
+    bt.remove_wait(wq, waiter.entry());
+    base::SbitmapQueue* old = &bt;
+    pick_ctx(d);  // we may have migrated while asleep
+    Tags* nt = alloc_tags_of(d);
+    base::SbitmapQueue* nbt = d.reserved ? &nt->breserved_tags : &nt->bitmap_tags;
+    if (nbt != old) old->wake_all();  // pass our wake-up on to the old map's waiters
+  }
+}
+
+void init_rq(AllocData& d, Tags* tags, int tag) {
+  Request* rq = tags->static_rqs[static_cast<unsigned>(tag)];
+  rq->q = d.q;
+  rq->mq_ctx = d.ctx;
+  rq->mq_hctx = d.hctx;
+  rq->rq_flags = d.rq_flags | (d.reserved ? uint32_t{kRqfResv} : 0u);
+  rq->cmd_flags = d.cmd_flags;
+  rq->op = d.op;
+  if (d.rq_flags & kRqfSchedTags) {
+    rq->tag = kNoTag;
+    rq->internal_tag = tag;
+  } else {
+    rq->tag = tag;
+    rq->internal_tag = kNoTag;
+    inc_active(d.hctx);
+  }
+  rq->ref.store(1, std::memory_order_relaxed);
+  rq->timed_out.store(0, std::memory_order_relaxed);
+  rq->flush_seq = 0;
+  rq->budget_token = -1;
+  rq->bio = rq->biotail = nullptr;
+  rq->data_len = 0;
+  rq->sector = 0;
+  rq->nr_phys_segments = 0;
+  rq->timeout_ms = 0;
+  rq->deadline_ns = 0;
+  rq->start_time_ns = 0;
+  rq->io_start_time_ns = 0;
+  rq->status = BlkStatus::ok;
+  rq->end_io = nullptr;
+  rq->end_io_data = nullptr;
+  rq->requeue_count = 0;
+  rq->ioc = nullptr;
+  rq->submit_cpu = d.ctx->cpu;
+  rq->elv_priv[0] = rq->elv_priv[1] = rq->elv_priv[2] = nullptr;
+  rq->fifo_time = 0;
+  if ((d.rq_flags & kRqfUseSched) && d.q->elevator_->type->ops.prepare_request)
+    d.q->elevator_->type->ops.prepare_request(rq);
+}
+
+}  // namespace
+
+void tag_busy(HwCtxImpl* hctx) {
+  if (!queue_shared(hctx)) return;
+  HwCtxImpl* owner = active_owner(hctx);
+  if (owner->state.load(std::memory_order_relaxed) & kHctxTagActive) return;
+  if (owner->state.fetch_or(kHctxTagActive) & kHctxTagActive) return;
+  unsigned users = hctx->tags->active_queues.fetch_add(1) + 1;
+  hctx->tags->bitmap_tags.recalculate_wake_batch(users);
+}
+
+void tag_idle(HwCtxImpl* hctx) {
+  HwCtxImpl* owner = active_owner(hctx);
+  if (!(owner->state.fetch_and(~kHctxTagActive) & kHctxTagActive)) return;
+  unsigned users = hctx->tags->active_queues.fetch_sub(1) - 1;
+  hctx->tags->bitmap_tags.recalculate_wake_batch(users ? users : 1);
+}
+
+Request* alloc_request(AllocData& d) {
+  QueueImpl* q = d.q;
+  pick_ctx(d);
+  if (q->elevator_) {
+    d.rq_flags |= kRqfSchedTags;
+    if (d.op != ReqOp::flush) {
+      d.rq_flags |= kRqfUseSched;
+      if (q->elevator_->type->ops.limit_depth) {
+        AllocLimit lim;
+        q->elevator_->type->ops.limit_depth(q, d.op, d.cmd_flags, &lim);
+        d.shallow_depth = lim.shallow_depth;
+      }
+    }
+  } else {
+    tag_busy(d.hctx);
+  }
+  Tags* tags = alloc_tags_of(d);
+  if (d.nr_tags > 1 && d.cached && !d.shallow_depth && !d.reserved && !queue_shared(d.hctx)) {
+    unsigned off = 0;
+    uint64_t mask = tags->bitmap_tags.get_batch(d.nr_tags, &off);
+    if (mask) {
+      Request* first = nullptr;
+      unsigned extra = 0;
+      while (mask) {
+        int bit = __builtin_ctzll(mask);
+        mask &= mask - 1;
+        int tag = static_cast<int>(off) + bit + static_cast<int>(tags->nr_reserved);
+        init_rq(d, tags, tag);
+        Request* rq = tags->static_rqs[static_cast<unsigned>(tag)];
+        if (!first) {
+          first = rq;
+        } else {
+          d.cached->push_back(rq);
+          extra++;
+        }
+      }
+      q->enter_many(extra);  // each cached request holds a usage reference
+      return first;
+    }
+  }
+  int tag = try_get_tag(d, tags);
+  if (tag == kNoTag) {
+    if (d.nowait) return nullptr;
+    tag = get_tag_slow(d);
+    tags = alloc_tags_of(d);
+  }
+  init_rq(d, tags, tag);
+  return tags->static_rqs[static_cast<unsigned>(tag)];
+}
+
+bool get_driver_tag(Request* rq) {
+  HwCtxImpl* hctx = to_impl(rq->mq_hctx);
+  Tags* tags = hctx->tags;
+  if (rq->tag == kNoTag) {
+    int tag;
+    if (rq->rq_flags & kRqfResv) {
+      tag = tags->breserved_tags.get();
+    } else {
+      if (!hctx_may_queue(hctx, tags->bitmap_tags)) return false;
+      tag = tags->bitmap_tags.get();
+      if (tag >= 0) tag += static_cast<int>(tags->nr_reserved);
+    }
+    if (tag < 0) return false;
+    rq->tag = tag;
+    inc_active(hctx);
+  }
+  tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_release);
+  return true;
+}
+
+static void put_tag(Tags* tags, SwCtx* ctx, int tag) {
+  if (static_cast<unsigned>(tag) < tags->nr_reserved)
+    tags->breserved_tags.clear(static_cast<unsigned>(tag), ctx->cpu);
+  else
+    tags->bitmap_tags.clear(static_cast<unsigned>(tag) - tags->nr_reserved, ctx->cpu);
+}
+
+void put_driver_tag(Request* rq) {
+  if (rq->tag == kNoTag || rq->internal_tag == kNoTag) return;
+  HwCtxImpl* hctx = to_impl(rq->mq_hctx);
+  dec_active(hctx);
+  put_tag(hctx->tags, rq->mq_ctx, rq->tag);
+  rq->tag = kNoTag;
+}
+
+// The last reference is gone: return the tags and the usage reference.
+void free_request_ref(Request* rq) {
+  QueueImpl* q = to_impl(rq->q);
+  HwCtxImpl* hctx = to_impl(rq->mq_hctx);
+  SwCtx* ctx = rq->mq_ctx;
+  const int sched_tag = rq->internal_tag;
+  if (rq->tag != kNoTag) {
+    dec_active(hctx);
+    put_tag(hctx->tags, ctx, rq->tag);
+  }
+  if (sched_tag != kNoTag) put_tag(hctx->sched_tags, ctx, sched_tag);
+  sched_restart(hctx);
+  q->exit_ref();
+}
+
+void free_request(Request* rq) {
+  QueueImpl* q = to_impl(rq->q);
+  if (rq->rq_flags & kRqfUseSched) {
+    if (q->elevator_ && q->elevator_->type->ops.finish_request)
+      q->elevator_->type->ops.finish_request(rq);
+    rq->rq_flags &= ~kRqfUseSched;
+  }
+  rq->state.store(RqState::idle, std::memory_order_relaxed);
+  if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq);
+}
+
+}  // namespace blkmq

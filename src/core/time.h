@@ -1,0 +1,28 @@
+// Time sources for the core. Request deadlines and io_ticks use the coarse
+// clock (the jiffies analogue: a vDSO read without rdtsc); accounting uses
+// the precise clock, cached in the plug while one is active (as the kernel
+// caches plug->cur_ktime).
+#pragma once
+
+#include <time.h>
+
+#include <cstdint>
+
+namespace blkmq {
+
+inline uint64_t coarse_now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline uint64_t precise_now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Precise time, cached in the calling thread's plug if it has one.
+uint64_t blk_time_get_ns();
+
+}  // namespace blkmq

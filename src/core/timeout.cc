@@ -1,0 +1,119 @@
+// Request timeouts (blk-timeout.c, blk_mq_timeout_work) and the requeue
+// worker (blk_mq_requeue_work).
+#include <algorithm>
+#include <vector>
+
+#include "core/core.h"
+#include "core/time.h"
+
+namespace blkmq {
+namespace {
+
+constexpr uint64_t kMaxTimeoutNs = 5ull * 1000000000ull;  // BLK_MAX_TIMEOUT: rescan at least every 5 s
+constexpr uint64_t kSecNs = 1000000000ull;
+
+Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
+
+uint64_t round_up_sec(uint64_t ns) { return (ns + kSecNs - 1) / kSecNs * kSecNs; }
+
+// Arms the queue's timer for `expiry` unless it is armed no more than half a
+// second later (blk_add_timer's rule for moving the timer earlier).
+void arm_queue_timer(QueueImpl* q, uint64_t expiry) {
+  const uint64_t cur = q->timeout_timer_.expires();
+  if (q->timeout_timer_.armed() && cur <= expiry + kSecNs / 2) return;
+  q->timeout_timer_.arm_if_earlier(expiry);
+}
+
+bool rq_pin(Request* rq) {
+  int r = rq->ref.load(std::memory_order_relaxed);
+  while (r > 0)
+    if (rq->ref.compare_exchange_weak(r, r + 1, std::memory_order_acquire)) return true;
+  return false;
+}
+
+void rq_unpin(Request* rq) {
+  if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq);
+}
+
+// Collects the in-flight requests of q held in one tag map; pinned.
+void collect(QueueImpl* q, Tags* tags, std::vector<Request*>* out) {
+  auto visit = [&](unsigned tag) {
+    Request* rq = tags->rqs[tag].load(std::memory_order_acquire);
+    if (rq && rq->q == q && rq_pin(rq)) {
+      if (rq->q == q && rq->state.load(std::memory_order_acquire) == RqState::in_flight) out->push_back(rq);
+      else rq_unpin(rq);
+    }
+    return true;
+  };
+  tags->breserved_tags.bitmap().for_each_set([&](unsigned b) { return visit(b); });
+  tags->bitmap_tags.bitmap().for_each_set([&](unsigned b) { return visit(b + tags->nr_reserved); });
+}
+
+}  // namespace
+
+void add_timer(Request* rq) {
+  QueueImpl* q = to_impl(rq->q);
+  const uint64_t timeout_ms = rq->timeout_ms ? rq->timeout_ms : q->tun_.io_timeout_ms.load(std::memory_order_relaxed);
+  const uint64_t now = coarse_now_ns();
+  rq->deadline_ns = now + timeout_ms * 1000000ull;
+  uint64_t expiry = std::min(round_up_sec(rq->deadline_ns), now + kMaxTimeoutNs);
+  if (timeout_ms < 1000) expiry = rq->deadline_ns;  // short test timeouts fire on time
+  arm_queue_timer(q, expiry);
+}
+
+void timeout_work_fn(Work* w) {
+  auto* q = static_cast<QueueImpl*>(w->data);
+  const uint64_t now = coarse_now_ns();
+  std::vector<Request*> inflight;
+  std::vector<Tags*> seen;
+  for (unsigned i = 0; i < q->nr_hw_queues_; i++) {
+    Tags* t = q->hctx(i)->tags;
+    if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
+    seen.push_back(t);
+    collect(q, t, &inflight);
+  }
+  uint64_t next = 0;
+  for (Request* rq : inflight) {
+    const bool expired = rq->state.load(std::memory_order_acquire) == RqState::in_flight &&
+                         !rq->timed_out.load(std::memory_order_relaxed) && rq->deadline_ns <= now;
+    if (expired) {
+      rq->timed_out.store(1, std::memory_order_relaxed);
+      TimeoutResult r = q->ops_->timeout ? q->ops_->timeout(rq) : TimeoutResult::reset_timer;
+      if (r == TimeoutResult::reset_timer) {
+        rq->timed_out.store(0, std::memory_order_relaxed);
+        add_timer(rq);
+      }
+    } else if (rq->state.load(std::memory_order_acquire) == RqState::in_flight) {
+      if (!next || rq->deadline_ns < next) next = rq->deadline_ns;
+    }
+    rq_unpin(rq);
+  }
+  if (next) {
+    arm_queue_timer(q, std::max(next, coarse_now_ns()));
+  } else {
+    for (unsigned i = 0; i < q->nr_hw_queues_; i++) tag_idle(q->hctx(i));
+  }
+}
+
+void requeue_work_fn(Work* w) {
+  auto* q = static_cast<QueueImpl*>(w->data);
+  ListNode rq_list, flush_list;
+  q->requeue_lock_.lock();
+  rq_list.splice_tail(&q->requeue_list_);
+  flush_list.splice_tail(&q->flush_list_);
+  q->requeue_lock_.unlock();
+  while (!rq_list.empty()) {
+    Request* rq = rq_of(rq_list.next);
+    ListNode::unlink(&rq->queuelist);
+    if (rq->rq_flags & kRqfDontPrep) request_bypass_insert(rq, 0);
+    else insert_request(rq, kInsertAtHead);
+  }
+  while (!flush_list.empty()) {
+    Request* rq = rq_of(flush_list.next);
+    ListNode::unlink(&rq->queuelist);
+    insert_request(rq, 0);
+  }
+  run_hw_queues_impl(q, false);
+}
+
+}  // namespace blkmq
