@@ -33,6 +33,7 @@ class Completion {
  public:
   void complete();
   void wait();
+  // Waits up to timeout_ns (0: just checks); true if complete.
   bool wait_for(uint64_t timeout_ns);
   bool done() const { return done_.load(std::memory_order_acquire) != 0; }
   void reinit() { done_.store(0, std::memory_order_relaxed); }

@@ -34,12 +34,18 @@ class Sbitmap {
   // Allocates up to nr bits from one word. Returns the mask of bits taken,
   // relative to *offset (set to the word's first bit). 0 if none.
   uint64_t get_batch(unsigned nr, unsigned* offset);
-  // Frees a bit (deferred: goes to the word's cleared mask).
+  // Same, starting the search at the word that holds bit `hint`.
+  uint64_t get_batch(unsigned nr, unsigned* offset, unsigned hint);
+  // Frees a bit (deferred: goes to the word's cleared mask). Sequentially
+  // consistent, so a waker may check for waiters right after it.
   void clear_bit(unsigned bit);
+  // Frees the bits of `mask` in the word that starts at bit `word_first`
+  // (a multiple of 1 << shift) with one atomic operation.
+  void clear_mask(unsigned word_first, uint64_t mask);
   bool test_bit(unsigned bit) const;   // allocated and not yet freed
   bool any_bit_set() const;
   unsigned weight() const;             // allocated bits
-  unsigned depth() const { return depth_; }
+  unsigned depth() const { return depth_.load(std::memory_order_relaxed); }
   unsigned shift() const { return shift_; }
   // Changes the usable depth (<= the depth given at construction). Bits
   // beyond the new depth that are allocated stay valid until freed.
@@ -52,15 +58,21 @@ class Sbitmap {
   struct alignas(64) Word {
     std::atomic<uint64_t> word{0};
     std::atomic<uint64_t> cleared{0};
+    // Serialises folding `cleared` into `word`, so an allocator that finds
+    // the word full never misses bits another allocator is folding back.
+    std::atomic<bool> swap_lock{false};
   };
-  unsigned word_depth(unsigned i) const;
-  bool deferred_clear(Word& w);
+  unsigned word_depth(unsigned i, unsigned depth) const;
+  unsigned shallow_word_depth(unsigned i, unsigned depth, unsigned shallow) const;
+  bool deferred_clear(Word& w, uint64_t range);
   int get_from_word(unsigned index, unsigned depth, unsigned hint_in_word, bool wrap);
+  int find_bit(unsigned depth, unsigned shallow, unsigned index, unsigned hint_in_word,
+               bool wrap);
 
-  unsigned depth_;
+  std::atomic<unsigned> depth_;
   unsigned max_depth_;
   unsigned shift_;
-  unsigned map_nr_;
+  unsigned map_nr_;                    // words allocated (for max_depth_)
   bool round_robin_;
   std::unique_ptr<Word[]> map_;
 };
@@ -93,6 +105,7 @@ class SbitmapQueue;
 struct alignas(64) SbqWaitQueue {
   std::mutex lock;
   ListNode waiters;
+  std::atomic<unsigned> nr_waiting{0};  // lets wakers skip empty queues without the lock
 };
 
 constexpr unsigned kSbqWaitQueues = 8;
@@ -142,6 +155,8 @@ class SbitmapQueue {
   const Sbitmap& bitmap() const { return sb_; }
 
  private:
+  std::atomic<unsigned>& hint_slot(unsigned depth, unsigned* hint);
+  void update_hint(std::atomic<unsigned>& slot, unsigned depth, unsigned hint, int nr);
   void wake_up(unsigned nr);
   void wake_nr(unsigned nr);
   unsigned calc_wake_batch(unsigned depth) const;
@@ -154,25 +169,32 @@ class SbitmapQueue {
   std::atomic<unsigned> ws_active_{0};
   std::atomic<unsigned> completion_cnt_{0};
   std::atomic<unsigned> wakeup_cnt_{0};
-  unsigned min_shallow_depth_;
+  std::atomic<unsigned> min_shallow_depth_;
   bool round_robin_;
   SbqWaitQueue ws_[kSbqWaitQueues];
 };
 
 // A task's wait entry: wait() sleeps until the entry's func runs (a wake-up)
-// or the deadline passes.
+// or the deadline passes. Usage per round: reset(); add_wait(); retry the
+// allocation; wait(); and remove_wait() before returning or destroying it
+// (after a timeout the entry may still be queued). The waker never touches
+// the entry once wait() can return true, so the waiter may destroy it then.
 class TaskWaiter {
  public:
   TaskWaiter();
   SbqWaitEntry* entry() { return &entry_; }
-  // Sleep until woken (returns true) or timeout_ns elapses (false).
+  // Sleep until woken (returns true) or timeout_ns elapses (false); 0 = no
+  // timeout.
   bool wait(uint64_t timeout_ns);
+  // Forget a previous wake-up; only while the entry is not queued.
   void reset();
+  bool woken() const { return woken_.load(std::memory_order_acquire) == kWoken; }
 
  private:
+  static constexpr uint32_t kWaiting = 0, kWaking = 1, kWoken = 2;
   static void wake_fn(SbqWaitEntry* e);
   SbqWaitEntry entry_;
-  std::atomic<uint32_t> woken_{0};
+  std::atomic<uint32_t> woken_{kWaiting};
 };
 
 }  // namespace blkmq::base

@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <sys/types.h>
 #include <thread>
 #include <vector>
 
@@ -25,7 +26,8 @@ class Timer {
   ~Timer();
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
-  // Bind to a thread and a callback (once, before the first arm).
+  // Bind to a thread (nullptr: TimerThread::global()) and a callback (once,
+  // before the first arm).
   void init(TimerThread* thread, std::function<void()> fn);
   // Arm (or re-arm) to fire at absolute monotonic time `when_ns`.
   void arm_at(uint64_t when_ns);
@@ -47,16 +49,23 @@ class Timer {
   std::atomic<uint64_t> expires_{0};
   uint64_t seq_ = 0;           // protected by the thread's lock
   bool queued_ = false;        // protected by the thread's lock
+  size_t heap_index_ = 0;      // position in the heap while queued_
 };
 
 // A thread running timers in expiry order (binary heap). Named for top -H.
 class TimerThread {
  public:
+  // hardirq_context: callbacks stand for hard interrupts; the core reads it
+  // to mark its context around the callbacks it registers.
   explicit TimerThread(std::string name, bool hardirq_context = false);
-  ~TimerThread();  // stops; pending timers do not fire
+  // Stops; pending timers do not fire and become disarmed. Not from one of
+  // its own callbacks.
+  ~TimerThread();
   // The process-wide timer thread (started on first use, never stopped).
   static TimerThread& global();
   bool on_this_thread() const;
+  bool hardirq_context() const { return hardirq_; }
+  const std::string& name() const { return name_; }
 
  private:
   friend class Timer;
@@ -68,12 +77,17 @@ class TimerThread {
   void run();
   void add_locked(Timer* t, uint64_t when);
   bool remove_locked(Timer* t);
+  bool before(size_t a, size_t b) const;
+  void place(size_t i, const Entry& e);
+  void sift_up(size_t i);
+  void sift_down(size_t i);
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Entry> heap_;
   Timer* running_ = nullptr;
   std::condition_variable running_cv_;
+  uint64_t next_seq_ = 0;      // FIFO order among equal expiry times
   bool stop_ = false;
   bool hardirq_;
   std::string name_;
