@@ -76,9 +76,10 @@ void account_io_start(Request* rq) {
 void start_request(Request* rq) {
   HwCtxImpl* h = to_impl(rq->mq_hctx);
   if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = precise_now_ns();
-  add_timer(rq);
+  set_deadline(rq);
   if (rq->tag >= 0) h->tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_relaxed);
-  rq->state.store(RqState::in_flight, std::memory_order_release);
+  rq->state.store(RqState::in_flight, std::memory_order_seq_cst);
+  arm_timer_for(rq);
 }
 
 bool update_request(Request* rq, BlkStatus st, uint32_t bytes) {

@@ -265,6 +265,8 @@ class QueueImpl final : public Queue {
   DelayedWork requeue_work_;
   // timeout
   base::Timer timeout_timer_;
+  std::atomic<uint64_t> timeout_expiry_{0};  // when timeout_timer_ fires; 0 = not armed
+  std::mutex timeout_lock_;
   Work timeout_work_;
   // flush machinery
   struct FlushQueue* fq_ = nullptr;
@@ -341,6 +343,9 @@ bool flush_end_io_hook(Request* rq, BlkStatus st);
 
 // timeout.cc
 void add_timer(Request* rq);
+void set_deadline(Request* rq);
+void arm_timer_for(Request* rq);
+void timeout_timer_fired(QueueImpl* q);
 void timeout_work_fn(Work* w);
 void requeue_work_fn(Work* w);
 

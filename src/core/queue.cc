@@ -20,8 +20,6 @@ HctxType type_of_index(const TagSetImpl* set, unsigned idx) {
   return HctxType::poll;
 }
 
-void timeout_timer_fired(QueueImpl* q) { kblockd_queue_work(&q->timeout_work_, kWorkCpuUnbound); }
-
 }  // namespace
 
 QueueImpl::QueueImpl(TagSetImpl* set, const QueueConfig& cfg)

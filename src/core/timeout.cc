@@ -1,6 +1,7 @@
 // Request timeouts (blk-timeout.c, blk_mq_timeout_work) and the requeue
 // worker (blk_mq_requeue_work).
 #include <algorithm>
+#include <mutex>
 #include <vector>
 
 #include "core/core.h"
@@ -17,11 +18,17 @@ Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n)
 uint64_t round_up_sec(uint64_t ns) { return (ns + kSecNs - 1) / kSecNs * kSecNs; }
 
 // Arms the queue's timer for `expiry` unless it is armed no more than half a
-// second later (blk_add_timer's rule for moving the timer earlier).
+// second later (blk_add_timer's rule for moving the timer earlier). The fast
+// path is one load of the cached expiry (0: not armed); the timer callback
+// clears it before the timeout work scans, so a request whose deadline was
+// published before that load is either covered by the armed timer or seen
+// by the scan.
 void arm_queue_timer(QueueImpl* q, uint64_t expiry) {
-  const uint64_t cur = q->timeout_timer_.expires();
-  if (q->timeout_timer_.armed() && cur <= expiry + kSecNs / 2) return;
+  const uint64_t cur = q->timeout_expiry_.load(std::memory_order_seq_cst);
+  if (cur && cur <= expiry + kSecNs / 2) return;
+  std::lock_guard<std::mutex> g(q->timeout_lock_);
   q->timeout_timer_.arm_if_earlier(expiry);
+  q->timeout_expiry_.store(q->timeout_timer_.expires(), std::memory_order_seq_cst);
 }
 
 bool rq_pin(Request* rq) {
@@ -51,14 +58,31 @@ void collect(QueueImpl* q, Tags* tags, std::vector<Request*>* out) {
 
 }  // namespace
 
-void add_timer(Request* rq) {
+void set_deadline(Request* rq) {
   QueueImpl* q = to_impl(rq->q);
   const uint64_t timeout_ms = rq->timeout_ms ? rq->timeout_ms : q->tun_.io_timeout_ms.load(std::memory_order_relaxed);
+  rq->deadline_ns = coarse_now_ns() + timeout_ms * 1000000ull;
+}
+
+void arm_timer_for(Request* rq) {
+  QueueImpl* q = to_impl(rq->q);
   const uint64_t now = coarse_now_ns();
-  rq->deadline_ns = now + timeout_ms * 1000000ull;
   uint64_t expiry = std::min(round_up_sec(rq->deadline_ns), now + kMaxTimeoutNs);
-  if (timeout_ms < 1000) expiry = rq->deadline_ns;  // short test timeouts fire on time
+  if (rq->deadline_ns - std::min(rq->deadline_ns, now) < kSecNs) expiry = rq->deadline_ns;  // short timeouts fire on time
   arm_queue_timer(q, expiry);
+}
+
+void add_timer(Request* rq) {
+  set_deadline(rq);
+  arm_timer_for(rq);
+}
+
+void timeout_timer_fired(QueueImpl* q) {
+  {
+    std::lock_guard<std::mutex> g(q->timeout_lock_);
+    q->timeout_expiry_.store(0, std::memory_order_seq_cst);
+  }
+  kblockd_queue_work(&q->timeout_work_, kWorkCpuUnbound);
 }
 
 void timeout_work_fn(Work* w) {
