@@ -1,0 +1,276 @@
+// The null device: parameters to tag set and queue, the process-wide shared
+// tag set, the bandwidth tick, and registration as driver "null".
+#include <set>
+
+#include "base/clock.h"
+#include "blkmq/context.h"
+#include "drivers/null/null.h"
+#include "drivers/null/null_dev.h"
+
+namespace blkmq::nullb {
+namespace {
+
+// A literal, not a std::string: registration may run before this file's
+// dynamic initializers (null_driver_link() from another static initializer).
+constexpr const char* kDriverName = "null";
+// null_blk's tag set timeout.
+constexpr unsigned kNullTimeoutMs = 5000;
+// Discard without a size limit of our own (null_blk: UINT_MAX >> 9).
+constexpr uint32_t kMaxDiscardSectors = UINT32_MAX >> kSectorShift;
+
+// Device names nullb0, nullb1, ...: the lowest free index, as null_blk's ida.
+std::mutex g_index_mu;
+std::set<int> g_indexes;
+
+int alloc_index() {
+  std::lock_guard lk(g_index_mu);
+  int i = 0;
+  while (g_indexes.count(i)) i++;
+  g_indexes.insert(i);
+  return i;
+}
+
+void free_index(int i) {
+  std::lock_guard lk(g_index_mu);
+  g_indexes.erase(i);
+}
+
+// The set every shared_tags=1 device uses. Built from the first such
+// device's parameters (null_blk builds it from the module parameters);
+// freed when the last device on it goes.
+std::mutex g_shared_mu;
+std::weak_ptr<NullSet> g_shared_set;
+
+Result<std::shared_ptr<NullSet>> acquire_shared_set(const NullParams& p) {
+  std::lock_guard lk(g_shared_mu);
+  if (auto set = g_shared_set.lock()) {
+    std::string why;
+    if (!set->compatible(p, &why)) {
+      return Status::invalid("null: shared_tags: " + why +
+                             "; devices sharing tags must agree on submit_queues, poll_queues, "
+                             "hw_queue_depth, blocking (memory_backed forces it), "
+                             "shared_tag_bitmap and no_sched");
+    }
+    return set;
+  }
+  auto set = NullSet::create(p);
+  if (set) g_shared_set = *set;
+  return set;
+}
+
+}  // namespace
+
+// ---- NullSet ----
+
+Result<std::shared_ptr<NullSet>> NullSet::create(const NullParams& p) {
+  std::shared_ptr<NullSet> set(new NullSet(p));
+  TagSetConfig cfg;
+  cfg.ops = &kNullOps;
+  cfg.driver_data = set.get();
+  cfg.nr_queues[static_cast<unsigned>(HctxType::dflt)] = p.submit_queues;
+  cfg.nr_queues[static_cast<unsigned>(HctxType::read)] = 0;
+  cfg.nr_queues[static_cast<unsigned>(HctxType::poll)] = p.poll_queues;
+  cfg.queue_depth = p.hw_queue_depth;
+  cfg.cmd_size = (sizeof(NullCmd) + 15) & ~size_t{15};
+  cfg.timeout_ms = kNullTimeoutMs;
+  cfg.flags = p.tag_set_flags();
+  auto ts = TagSet::create(cfg);
+  if (!ts) return Status::error(ts.status().code(), "null: " + ts.status().message());
+  set->tag_set_ = std::move(*ts);
+  return set;
+}
+
+NullSet::~NullSet() {
+  // Explicit order: the tag set's requests hold timers bound to the thread.
+  tag_set_.reset();
+  timer_thread_.reset();
+}
+
+void NullSet::ensure_timer_thread() {
+  // Completions run there as if from an interrupt: the callbacks enter
+  // HardirqScope themselves, so the thread is a plain one.
+  if (!timer_thread_) timer_thread_ = std::make_unique<base::TimerThread>("null-timer");
+}
+
+bool NullSet::compatible(const NullParams& p, std::string* why) const {
+  auto differs = [&](const char* name, uint64_t mine, uint64_t theirs) {
+    *why = std::string("this device's ") + name + "=" + std::to_string(theirs) +
+           " differs from the shared tag set's " + std::to_string(mine);
+    return false;
+  };
+  if (p.submit_queues != params_.submit_queues)
+    return differs("submit_queues", params_.submit_queues, p.submit_queues);
+  if (p.poll_queues != params_.poll_queues)
+    return differs("poll_queues", params_.poll_queues, p.poll_queues);
+  if (p.hw_queue_depth != params_.hw_queue_depth)
+    return differs("hw_queue_depth", params_.hw_queue_depth, p.hw_queue_depth);
+  if (p.blocking != params_.blocking) return differs("blocking", params_.blocking, p.blocking);
+  if (p.shared_tag_bitmap != params_.shared_tag_bitmap)
+    return differs("shared_tag_bitmap", params_.shared_tag_bitmap, p.shared_tag_bitmap);
+  if (p.no_sched != params_.no_sched) return differs("no_sched", params_.no_sched, p.no_sched);
+  return true;
+}
+
+// ---- NullDevice ----
+
+NullDevice::NullDevice(const NullParams& p) : params_(p) {
+  timeout_fault_.configure(p.timeout_inject);
+  requeue_fault_.configure(p.requeue);
+  init_hctx_fault_.configure(p.init_hctx);
+  if (p.memory_backed) store_ = std::make_unique<PageStore>(p.size_bytes(), p.cache_size_mib * kMiB);
+  if (p.mbps) bw_ = std::make_unique<BwBudget>(p.mbps);
+  index_ = alloc_index();
+}
+
+NullDevice::~NullDevice() {
+  if (bw_) {
+    // Requests held back by the cap must drain: lift it and restart the
+    // queues before the tick goes away (queue_rq rechecks the budget after
+    // stopping, so none can stay stopped).
+    bw_->disable();
+    if (queue_) start_stopped_hw_queues(queue_.get(), true);
+  }
+  if (bw_timer_) {
+    bw_stop_.store(true, std::memory_order_seq_cst);
+    // A tick that was running may have re-armed before it saw bw_stop_;
+    // the second cancel catches that one.
+    bw_timer_->cancel_sync();
+    bw_timer_->cancel_sync();
+    bw_timer_.reset();
+  }
+  queue_.reset();
+  {
+    // exit_hctx normally freed these; anything left is ours.
+    std::lock_guard lk(queues_mu_);
+    queues_.clear();
+  }
+  set_.reset();
+  free_index(index_);
+}
+
+const std::string& NullDevice::driver_name() const {
+  static const std::string name = kDriverName;
+  return name;
+}
+
+NullQueue* NullDevice::alloc_queue(HwCtx* hctx, NullSet* set) {
+  auto nq = std::unique_ptr<NullQueue>(new (std::nothrow) NullQueue);
+  if (!nq) return nullptr;
+  nq->dev = this;
+  nq->irqmode = params_.irqmode;
+  nq->completion_nsec = params_.completion_nsec;
+  nq->timer_thread = set->timer_thread();
+  if (params_.io_faults()) nq->slow |= NullQueue::kSlowFaults;
+  if (bw_) nq->slow |= NullQueue::kSlowThrottle;
+  if (store_) nq->slow |= NullQueue::kSlowMemory;
+  if (hctx->type == HctxType::poll) nq->slow |= NullQueue::kSlowPoll;
+  NullQueue* raw = nq.get();
+  std::lock_guard lk(queues_mu_);
+  queues_.push_back(std::move(nq));
+  return raw;
+}
+
+void NullDevice::free_queue(NullQueue* nq) {
+  std::lock_guard lk(queues_mu_);
+  for (auto it = queues_.begin(); it != queues_.end(); ++it) {
+    if (it->get() == nq) {
+      queues_.erase(it);
+      return;
+    }
+  }
+}
+
+QueueConfig NullDevice::queue_config() {
+  QueueConfig cfg;
+  cfg.name = "nullb" + std::to_string(index_);
+  QueueLimits& lim = cfg.limits;
+  lim.logical_block_size = params_.bs;
+  lim.physical_block_size = params_.bs;
+  lim.max_hw_sectors = params_.max_sectors;
+  lim.max_sectors = params_.max_sectors;
+  lim.capacity_sectors = params_.size_bytes() >> kSectorShift;
+  lim.write_cache = store_ && store_->has_cache();
+  lim.fua = lim.write_cache && params_.fua;
+  lim.max_discard_sectors = params_.discard ? kMaxDiscardSectors : 0;
+  lim.rotational = params_.rotational;
+  lim.poll = params_.poll_queues > 0;
+  cfg.queuedata = this;
+  return cfg;
+}
+
+Status NullDevice::setup(std::shared_ptr<NullSet> set) {
+  set_ = std::move(set);
+  {
+    std::lock_guard lk(set_->mu());
+    if (params_.irqmode == IrqMode::timer || bw_) set_->ensure_timer_thread();
+    set_->set_creating(this);
+    auto q = Queue::create(set_->tag_set(), queue_config());
+    set_->set_creating(nullptr);
+    if (!q) return Status::error(q.status().code(), "null: " + q.status().message());
+    queue_ = std::move(*q);
+  }
+  if (bw_) {
+    bw_timer_ = std::make_unique<base::Timer>();
+    bw_timer_->init(set_->timer_thread(), [this] { bw_tick(); });
+    bw_next_ns_ = base::now_ns() + BwBudget::kTickNs;
+    bw_timer_->arm_at(bw_next_ns_);
+  }
+  return Status::ok();
+}
+
+void NullDevice::bw_tick() {
+  {
+    // null_blk's bandwidth timer is an hrtimer: hardirq context.
+    HardirqScope irq;
+    if (bw_->refill() && bw_->take_throttled()) start_stopped_hw_queues(queue_.get(), true);
+  }
+  if (bw_stop_.load(std::memory_order_seq_cst)) return;
+  // A fixed cadence, not "20 ms after this one ran", so the rate does not
+  // drift with timer latency.
+  bw_next_ns_ += BwBudget::kTickNs;
+  uint64_t now = base::now_ns();
+  if (bw_next_ns_ < now) bw_next_ns_ = now + BwBudget::kTickNs;
+  bw_timer_->arm_at(bw_next_ns_);
+}
+
+Result<std::unique_ptr<Device>> NullDevice::create(const ParamMap& params) {
+  auto parsed = parse_null_params(params);
+  if (!parsed) return parsed.status();
+  NullParams p = *parsed;
+  // As null_blk: more hw queues than CPUs is never useful.
+  const unsigned cpus = nr_cpu_ids();
+  if (p.submit_queues > cpus) p.submit_queues = cpus;
+  if (p.poll_queues > cpus) p.poll_queues = cpus;
+
+  auto set = p.shared_tags ? acquire_shared_set(p) : NullSet::create(p);
+  if (!set) return set.status();
+  std::unique_ptr<NullDevice> dev(new NullDevice(p));
+  if (Status st = dev->setup(std::move(*set)); !st) return st;
+  return std::unique_ptr<Device>(std::move(dev));
+}
+
+}  // namespace blkmq::nullb
+
+namespace blkmq {
+namespace {
+
+Result<std::unique_ptr<Device>> create_null_device(const ParamMap& params) {
+  return nullb::NullDevice::create(params);
+}
+
+bool register_null_driver() {
+  // Function-local statics: safe whatever the order of static
+  // initialization, and registered exactly once.
+  static const DeviceDriver driver{nullb::kDriverName, &create_null_device,
+                                   nullb::null_param_infos()};
+  static const bool registered = (register_device_driver(&driver), true);
+  return registered;
+}
+
+[[maybe_unused]] const bool kNullRegistered = register_null_driver();
+
+}  // namespace
+
+void null_driver_link() { (void)register_null_driver(); }
+
+}  // namespace blkmq

@@ -1,0 +1,257 @@
+// The null driver's DriverOps: issue, completion in the three irqmodes,
+// polling, timeouts, fault injection and bandwidth throttling.
+#include <cerrno>
+#include <new>
+
+#include "blkmq/context.h"
+#include "drivers/null/null_dev.h"
+
+namespace blkmq::nullb {
+namespace {
+
+inline NullCmd* to_cmd(Request* rq) { return rq->pdu_as<NullCmd>(); }
+inline NullQueue* to_nq(const HwCtx* hctx) { return static_cast<NullQueue*>(hctx->driver_data); }
+
+void cmd_timer_expired(Request* rq) {
+  // The kernel's hrtimer callback runs in hardirq context and ends the
+  // request directly, bypassing completion routing.
+  HardirqScope irq;
+  end_request(rq, to_cmd(rq)->status.load(std::memory_order_relaxed));
+}
+
+void arm_cmd_timer(const NullQueue* nq, Request* rq, BlkStatus st) {
+  NullCmd* cmd = to_cmd(rq);
+  cmd->status.store(st, std::memory_order_relaxed);
+  if (!cmd->timer_bound) [[unlikely]] {
+    // Once per static request: binding allocates (std::function).
+    cmd->timer.init(nq->timer_thread, [rq] { cmd_timer_expired(rq); });
+    cmd->timer_bound = true;
+  }
+  cmd->timer.arm_after(nq->completion_nsec);
+}
+
+inline void complete_cmd(const NullQueue* nq, Request* rq, BlkStatus st) {
+  switch (nq->irqmode) {
+    case IrqMode::none:
+      end_request(rq, st);
+      break;
+    case IrqMode::softirq:
+      complete_request(rq, st);
+      break;
+    case IrqMode::timer:
+      arm_cmd_timer(nq, rq, st);
+      break;
+  }
+}
+
+BlkStatus transfer(PageStore& store, Request* rq, uint64_t off) {
+  const bool write = rq->op == ReqOp::write;
+  const bool fua = rq->cmd_flags & kBioFua;
+  const uint64_t len = rq->data_len;
+  BlkStatus st = BlkStatus::ok;
+  rq_for_each_segment(rq, [&](void* base, size_t n, uint64_t roff) {
+    if (st != BlkStatus::ok) return;
+    // Segments past data_len would touch another request's range.
+    if (roff >= len || n > len - roff) {
+      st = BlkStatus::inval;
+      return;
+    }
+    st = write ? store.write(off + roff, base, n, fua) : store.read(off + roff, base, n);
+  });
+  return st;
+}
+
+// Moves the data of a memory-backed device (null_handle_memory_backed).
+// Without memory backing there is nothing to do: success.
+BlkStatus handle_cmd(NullDevice* dev, Request* rq) {
+  PageStore* store = dev->store();
+  if (!store) return BlkStatus::ok;
+  const uint64_t off = rq->sector << kSectorShift;
+  // The core checks capacity; this only guards against a core bug.
+  if (off > store->capacity() || rq->data_len > store->capacity() - off) return BlkStatus::inval;
+  switch (rq->op) {
+    case ReqOp::read:
+      return transfer(*store, rq, off);
+    case ReqOp::write:
+      if (rq->cmd_flags & kBioPreflush) {
+        if (BlkStatus st = store->flush(); st != BlkStatus::ok) return st;
+      }
+      return transfer(*store, rq, off);
+    case ReqOp::flush:
+      return store->flush();
+    case ReqOp::discard:
+      if (!dev->params().discard) return BlkStatus::notsupp;
+      return store->discard(off, rq->data_len);
+    case ReqOp::write_zeroes:
+      break;
+  }
+  return BlkStatus::notsupp;
+}
+
+// The mbps cap (null_handle_throttled). Zero-length requests carry no
+// bandwidth and are never held back.
+BlkStatus throttle(NullDevice* dev, Request* rq) {
+  BwBudget* bw = dev->bw();
+  if (rq->data_len == 0 || bw->try_consume(rq->data_len)) return BlkStatus::ok;
+  bw->mark_throttled();
+  stop_hw_queues(rq->q);
+  // The tick may have refilled between the failed take and the stop, and it
+  // may already have looked at the throttled mark: restart ourselves then.
+  if (bw->available() > 0) start_stopped_hw_queues(rq->q, true);
+  return BlkStatus::dev_resource;
+}
+
+uint64_t fault_size(const Request* rq) { return rq->data_len ? rq->data_len : 1; }
+
+BlkStatus queue_rq_slow(NullQueue* nq, Request* rq) {
+  NullDevice* dev = nq->dev;
+  NullCmd* cmd = to_cmd(rq);
+  cmd->status.store(BlkStatus::ok, std::memory_order_relaxed);
+  cmd->fake_timeout = false;
+  if (nq->slow & NullQueue::kSlowFaults) {
+    cmd->fake_timeout = dev->timeout_fault().enabled() &&
+                        dev->timeout_fault().should_fail(fault_size(rq));
+    if (dev->requeue_fault().enabled() && dev->requeue_fault().should_fail(fault_size(rq))) {
+      // Alternate between the two requeue paths of the core: a busy return
+      // (hctx dispatch list) and a driver requeue (requeue list).
+      if (nq->requeue_selection.fetch_add(1, std::memory_order_relaxed) % 2 == 0) {
+        return BlkStatus::resource;
+      }
+      requeue_request(rq, true);
+      return BlkStatus::ok;
+    }
+  }
+  if (nq->slow & NullQueue::kSlowThrottle) {
+    if (BlkStatus st = throttle(dev, rq); st != BlkStatus::ok) return st;
+  }
+  start_request(rq);
+  if (nq->slow & NullQueue::kSlowPoll) {
+    // Poll requests ignore timeout injection, as null_blk: poll() finds them.
+    std::lock_guard lk(nq->poll_lock);
+    nq->poll_list.push_back(&rq->queuelist);
+    return BlkStatus::ok;
+  }
+  if (cmd->fake_timeout) return BlkStatus::ok;
+  complete_cmd(nq, rq, handle_cmd(dev, rq));
+  return BlkStatus::ok;
+}
+
+BlkStatus null_queue_rq(HwCtx* hctx, const QueueData& bd) {
+  NullQueue* nq = to_nq(hctx);
+  Request* rq = bd.rq;
+  // The benchmark path: no faults, no cap, no data, no poll list.
+  if (nq->slow == 0) [[likely]] {
+    start_request(rq);
+    complete_cmd(nq, rq, BlkStatus::ok);
+    return BlkStatus::ok;
+  }
+  return queue_rq_slow(nq, rq);
+}
+
+void null_queue_rqs(RqList* rqs) {
+  RqList left;
+  while (Request* rq = rqs->pop_front()) {
+    // Popped before issue: a completed request may be reused at once.
+    QueueData bd{rq, rqs->empty()};
+    BlkStatus st = null_queue_rq(rq->mq_hctx, bd);
+    if (st == BlkStatus::ok) continue;
+    left.push_back(rq);
+    if (st == BlkStatus::dev_resource) {
+      // Throttled: the queues are stopped, every further try would fail.
+      while (Request* r = rqs->pop_front()) left.push_back(r);
+    }
+  }
+  *rqs = left;
+}
+
+int null_poll(HwCtx* hctx, IoCompBatch* iob) {
+  NullQueue* nq = to_nq(hctx);
+  RqList done;
+  {
+    std::lock_guard lk(nq->poll_lock);
+    while (!nq->poll_list.empty()) {
+      ListNode* n = nq->poll_list.next;
+      // unlink() leaves the node self-linked: the timeout handler reads
+      // that as "a poller has it".
+      ListNode::unlink(n);
+      done.push_back(list_entry<Request, &Request::queuelist>(n));
+    }
+  }
+  int nr = 0;
+  while (Request* rq = done.pop_front()) {
+    BlkStatus st = handle_cmd(nq->dev, rq);
+    if (!iob || !add_to_batch(rq, iob, st)) end_request(rq, st);
+    nr++;
+  }
+  return nr;
+}
+
+TimeoutResult null_timeout(Request* rq) {
+  NullQueue* nq = to_nq(rq->mq_hctx);
+  NullCmd* cmd = to_cmd(rq);
+  if (nq->slow & NullQueue::kSlowPoll) {
+    bool waiting;
+    {
+      std::lock_guard lk(nq->poll_lock);
+      waiting = !rq->queuelist.empty();
+      if (waiting) ListNode::unlink(&rq->queuelist);
+    }
+    // A poller took it and ends it; nothing to do here.
+    if (!waiting) return TimeoutResult::done;
+    complete_request(rq, BlkStatus::timeout);
+    return TimeoutResult::done;
+  }
+  // A real timeout (slow timer completion) ends with this status when its
+  // pending completion fires; only a faked one has nobody to end it.
+  cmd->status.store(BlkStatus::timeout, std::memory_order_relaxed);
+  if (cmd->fake_timeout) complete_request(rq, BlkStatus::timeout);
+  return TimeoutResult::done;
+}
+
+void null_complete(Request* rq) { end_request(rq, rq->status); }
+
+int null_init_hctx(HwCtx* hctx, void* driver_data, unsigned hctx_idx) {
+  auto* set = static_cast<NullSet*>(driver_data);
+  auto* dev = hctx->queue ? static_cast<NullDevice*>(queue_data(hctx->queue)) : nullptr;
+  if (!dev) dev = set->creating();
+  if (!dev) return -EINVAL;
+  if (dev->init_hctx_fault().enabled() && dev->init_hctx_fault().should_fail(1)) return -EFAULT;
+  NullQueue* nq = dev->alloc_queue(hctx, set);
+  if (!nq) return -ENOMEM;
+  hctx->driver_data = nq;
+  return 0;
+}
+
+void null_exit_hctx(HwCtx* hctx, unsigned hctx_idx) {
+  NullQueue* nq = to_nq(hctx);
+  if (!nq) return;
+  hctx->driver_data = nullptr;
+  nq->dev->free_queue(nq);
+}
+
+int null_init_request(TagSet* set, Request* rq, unsigned hctx_idx) {
+  new (rq->pdu()) NullCmd();
+  return 0;
+}
+
+void null_exit_request(TagSet* set, Request* rq, unsigned hctx_idx) { to_cmd(rq)->~NullCmd(); }
+
+}  // namespace
+
+const DriverOps kNullOps = {
+    .queue_rq = null_queue_rq,
+    .queue_rqs = null_queue_rqs,
+    .commit_rqs = nullptr,  // no doorbell to ring
+    .get_budget = nullptr,
+    .put_budget = nullptr,
+    .timeout = null_timeout,
+    .poll = null_poll,
+    .complete = null_complete,
+    .init_hctx = null_init_hctx,
+    .exit_hctx = null_exit_hctx,
+    .init_request = null_init_request,
+    .exit_request = null_exit_request,
+    .busy = nullptr,
+};
+
+}  // namespace blkmq::nullb

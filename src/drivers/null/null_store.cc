@@ -1,0 +1,178 @@
+#include "drivers/null/null_store.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <new>
+
+namespace blkmq::nullb {
+namespace {
+
+// Visits the page pieces of [off, off+len): fn(page index, offset in page,
+// length, offset into the caller's buffer). Stops early if fn returns false.
+template <typename Fn>
+bool for_each_page(uint64_t off, uint64_t len, Fn&& fn) {
+  uint64_t done = 0;
+  while (done < len) {
+    uint64_t pos = off + done;
+    uint64_t idx = pos / PageStore::kPageSize;
+    auto in_page = static_cast<uint32_t>(pos % PageStore::kPageSize);
+    auto n = static_cast<uint32_t>(std::min<uint64_t>(PageStore::kPageSize - in_page, len - done));
+    if (!fn(idx, in_page, n, done)) return false;
+    done += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+PageStore::PageStore(uint64_t capacity_bytes, uint64_t cache_bytes, unsigned nr_shards)
+    : capacity_(capacity_bytes) {
+  unsigned n = std::bit_ceil(std::max(1u, nr_shards));
+  shard_mask_ = n - 1;
+  shards_ = std::make_unique<Shard[]>(n);
+  uint64_t cache_pages = cache_bytes / kPageSize;
+  // Each shard evicts within itself, so give every shard its part of the
+  // cache (at least one page when there is a cache at all).
+  cache_pages_per_shard_ = cache_pages ? std::max<uint64_t>(1, cache_pages / n) : 0;
+}
+
+PageStore::~PageStore() = default;
+
+void PageStore::read_page(Shard& s, uint64_t idx, uint32_t pos, unsigned char* dst, uint32_t n) {
+  // The cache holds the newest copy of a page when it has one.
+  auto it = s.cache.find(idx);
+  if (it == s.cache.end()) {
+    it = s.backing.find(idx);
+    if (it == s.backing.end()) {
+      std::memset(dst, 0, n);
+      return;
+    }
+  }
+  std::memcpy(dst, it->second->data + pos, n);
+}
+
+void PageStore::write_back(Shard& s, PageMap::iterator it) {
+  s.backing[it->first] = std::move(it->second);
+  s.cache.erase(it);
+}
+
+bool PageStore::write_page(Shard& s, uint64_t idx, uint32_t pos, const unsigned char* src,
+                           uint32_t n, bool fua) {
+  try {
+    if (cache_pages_per_shard_ == 0) {
+      auto& page = s.backing[idx];
+      if (!page) {
+        page.reset(new (std::nothrow) Page);
+        if (!page) {
+          s.backing.erase(idx);
+          return false;
+        }
+        std::memset(page->data, 0, kPageSize);
+      }
+      std::memcpy(page->data + pos, src, n);
+      return true;
+    }
+    auto it = s.cache.find(idx);
+    if (it == s.cache.end()) {
+      if (s.cache.size() >= cache_pages_per_shard_) write_back(s, s.cache.begin());
+      // A cache page starts as the backing copy, so a partial write keeps
+      // the rest of the page.
+      std::unique_ptr<Page> page(new (std::nothrow) Page);
+      if (!page) return false;
+      auto b = s.backing.find(idx);
+      if (b != s.backing.end()) {
+        std::memcpy(page->data, b->second->data, kPageSize);
+      } else {
+        std::memset(page->data, 0, kPageSize);
+      }
+      it = s.cache.emplace(idx, std::move(page)).first;
+    }
+    std::memcpy(it->second->data + pos, src, n);
+    if (fua) write_back(s, it);
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+}
+
+void PageStore::discard_page(Shard& s, uint64_t idx, uint32_t pos, uint32_t n) {
+  if (n == kPageSize) {
+    s.cache.erase(idx);
+    s.backing.erase(idx);
+    return;
+  }
+  // A partial discard keeps the page but must read back as zeros.
+  for (PageMap* m : {&s.cache, &s.backing}) {
+    auto it = m->find(idx);
+    if (it != m->end()) std::memset(it->second->data + pos, 0, n);
+  }
+}
+
+BlkStatus PageStore::read(uint64_t off, void* dst, size_t len) {
+  if (!in_range(off, len)) return BlkStatus::inval;
+  auto* out = static_cast<unsigned char*>(dst);
+  for_each_page(off, len, [&](uint64_t idx, uint32_t pos, uint32_t n, uint64_t boff) {
+    Shard& s = shard_of(idx);
+    std::lock_guard lk(s.mu);
+    read_page(s, idx, pos, out + boff, n);
+    return true;
+  });
+  return BlkStatus::ok;
+}
+
+BlkStatus PageStore::write(uint64_t off, const void* src, size_t len, bool fua) {
+  if (!in_range(off, len)) return BlkStatus::inval;
+  const auto* in = static_cast<const unsigned char*>(src);
+  bool ok = for_each_page(off, len, [&](uint64_t idx, uint32_t pos, uint32_t n, uint64_t boff) {
+    Shard& s = shard_of(idx);
+    std::lock_guard lk(s.mu);
+    return write_page(s, idx, pos, in + boff, n, fua);
+  });
+  return ok ? BlkStatus::ok : BlkStatus::nospc;
+}
+
+BlkStatus PageStore::discard(uint64_t off, uint64_t len) {
+  if (!in_range(off, len)) return BlkStatus::inval;
+  for_each_page(off, len, [&](uint64_t idx, uint32_t pos, uint32_t n, uint64_t) {
+    Shard& s = shard_of(idx);
+    std::lock_guard lk(s.mu);
+    discard_page(s, idx, pos, n);
+    return true;
+  });
+  return BlkStatus::ok;
+}
+
+BlkStatus PageStore::flush() {
+  if (cache_pages_per_shard_ == 0) return BlkStatus::ok;
+  for (uint64_t i = 0; i <= shard_mask_; i++) {
+    Shard& s = shards_[i];
+    std::lock_guard lk(s.mu);
+    try {
+      while (!s.cache.empty()) write_back(s, s.cache.begin());
+    } catch (const std::bad_alloc&) {
+      return BlkStatus::nospc;
+    }
+  }
+  return BlkStatus::ok;
+}
+
+uint64_t PageStore::backing_pages() const {
+  uint64_t n = 0;
+  for (uint64_t i = 0; i <= shard_mask_; i++) {
+    std::lock_guard lk(shards_[i].mu);
+    n += shards_[i].backing.size();
+  }
+  return n;
+}
+
+uint64_t PageStore::cached_pages() const {
+  uint64_t n = 0;
+  for (uint64_t i = 0; i <= shard_mask_; i++) {
+    std::lock_guard lk(shards_[i].mu);
+    n += shards_[i].cache.size();
+  }
+  return n;
+}
+
+}  // namespace blkmq::nullb

@@ -1,0 +1,79 @@
+// The memory-backed null device's data: a sparse store of 4 KiB pages with
+// an optional write-back cache in front of it (null_blk's radix trees).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "blkmq/status.h"
+
+namespace blkmq::nullb {
+
+// Thread-safe. Pages are spread over shards by page index, each shard under
+// its own mutex, so concurrent I/O to different pages rarely contends. Never
+// written bytes read as zeros. Calls may sleep (mutex, allocation): the
+// device that uses a store runs with a blocking tag set.
+class PageStore {
+ public:
+  static constexpr uint32_t kPageSize = 4096;
+  static constexpr unsigned kDefaultShards = 64;
+
+  // capacity_bytes: device size (I/O beyond it is refused with inval).
+  // cache_bytes: write-back cache size, 0 for write-through (no cache).
+  // nr_shards: rounded up to a power of two.
+  PageStore(uint64_t capacity_bytes, uint64_t cache_bytes, unsigned nr_shards = kDefaultShards);
+  ~PageStore();
+  PageStore(const PageStore&) = delete;
+  PageStore& operator=(const PageStore&) = delete;
+
+  // Copies [off, off+len) into dst. inval if out of range.
+  BlkStatus read(uint64_t off, void* dst, size_t len);
+  // Stores src at off. With a cache the data lands in the cache unless fua
+  // (then it is written through to the backing pages). nospc if a page
+  // cannot be allocated; inval if out of range.
+  BlkStatus write(uint64_t off, const void* src, size_t len, bool fua);
+  // Drops the range: later reads return zeros; whole pages are freed.
+  BlkStatus discard(uint64_t off, uint64_t len);
+  // Writes every cached page back to the backing pages and empties the
+  // cache. nospc if the backing index cannot grow (pages stay cached).
+  BlkStatus flush();
+
+  uint64_t capacity() const { return capacity_; }
+  bool has_cache() const { return cache_pages_per_shard_ > 0; }
+  // Pages currently allocated, for tests and reports.
+  uint64_t backing_pages() const;
+  uint64_t cached_pages() const;
+
+ private:
+  struct Page {
+    alignas(64) unsigned char data[kPageSize];
+  };
+  using PageMap = std::unordered_map<uint64_t, std::unique_ptr<Page>>;
+  struct alignas(64) Shard {
+    std::mutex mu;
+    PageMap backing;
+    PageMap cache;
+  };
+
+  Shard& shard_of(uint64_t idx) { return shards_[idx & shard_mask_]; }
+  bool in_range(uint64_t off, uint64_t len) const {
+    return off <= capacity_ && len <= capacity_ - off;
+  }
+  // Each helper handles the part of one page; the shard lock is held.
+  static void read_page(Shard& s, uint64_t idx, uint32_t pos, unsigned char* dst, uint32_t n);
+  bool write_page(Shard& s, uint64_t idx, uint32_t pos, const unsigned char* src, uint32_t n,
+                  bool fua);
+  static void discard_page(Shard& s, uint64_t idx, uint32_t pos, uint32_t n);
+  static void write_back(Shard& s, PageMap::iterator it);
+
+  uint64_t capacity_;
+  size_t cache_pages_per_shard_;
+  uint64_t shard_mask_;
+  std::unique_ptr<Shard[]> shards_;
+};
+
+}  // namespace blkmq::nullb

@@ -1,0 +1,176 @@
+// The null driver's sparse page store and write-back cache: no core needed.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "drivers/null/null_store.h"
+
+namespace blkmq::nullb {
+namespace {
+
+constexpr uint64_t kCap = 64ull << 20;
+
+std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = static_cast<unsigned char>(seed * 131 + i * 7 + 1);
+  return v;
+}
+
+bool all_zero(const std::vector<unsigned char>& v) {
+  for (unsigned char c : v) {
+    if (c) return false;
+  }
+  return true;
+}
+
+TEST(NullStore, UnwrittenReadsZero) {
+  PageStore s(kCap, 0);
+  std::vector<unsigned char> buf(8192, 0xAB);
+  EXPECT_EQ(s.read(12345 * 512, buf.data(), buf.size()), BlkStatus::ok);
+  EXPECT_TRUE(all_zero(buf));
+  EXPECT_EQ(s.backing_pages(), 0u);
+}
+
+TEST(NullStore, WriteReadBackAcrossPages) {
+  PageStore s(kCap, 0);
+  auto data = pattern(3 * 4096 + 1024, 1);
+  const uint64_t off = 4096 - 512;  // unaligned to pages, spans 5 pages
+  ASSERT_EQ(s.write(off, data.data(), data.size(), false), BlkStatus::ok);
+  std::vector<unsigned char> out(data.size());
+  ASSERT_EQ(s.read(off, out.data(), out.size()), BlkStatus::ok);
+  EXPECT_EQ(out, data);
+  EXPECT_EQ(s.backing_pages(), 5u);
+  // The bytes around the write are still zero.
+  std::vector<unsigned char> before(512), after(512);
+  s.read(off - 512, before.data(), 512);
+  s.read(off + data.size(), after.data(), 512);
+  EXPECT_TRUE(all_zero(before));
+  EXPECT_TRUE(all_zero(after));
+}
+
+TEST(NullStore, OutOfRangeIsInval) {
+  PageStore s(1 << 20, 0);
+  unsigned char b[512] = {};
+  EXPECT_EQ(s.write((1 << 20) - 256, b, 512, false), BlkStatus::inval);
+  EXPECT_EQ(s.read(1 << 20, b, 512), BlkStatus::inval);
+  EXPECT_EQ(s.read(UINT64_MAX - 100, b, 512), BlkStatus::inval);
+  EXPECT_EQ(s.discard(1 << 20, 512), BlkStatus::inval);
+  EXPECT_EQ(s.read((1 << 20) - 512, b, 512), BlkStatus::ok);
+}
+
+TEST(NullStore, DiscardFreesWholePagesAndZeroesParts) {
+  PageStore s(kCap, 0);
+  auto data = pattern(4 * 4096, 2);
+  ASSERT_EQ(s.write(0, data.data(), data.size(), false), BlkStatus::ok);
+  ASSERT_EQ(s.backing_pages(), 4u);
+  // Discard [2048, 2048 + 8192): half of page 0, page 1 whole, half of page 2.
+  ASSERT_EQ(s.discard(2048, 8192), BlkStatus::ok);
+  EXPECT_EQ(s.backing_pages(), 3u);
+  std::vector<unsigned char> out(data.size());
+  s.read(0, out.data(), out.size());
+  for (size_t i = 0; i < out.size(); i++) {
+    bool discarded = i >= 2048 && i < 2048 + 8192;
+    ASSERT_EQ(out[i], discarded ? 0 : data[i]) << i;
+  }
+}
+
+TEST(NullStore, CacheHoldsWritesUntilFlush) {
+  PageStore s(kCap, 1 << 20, 4);  // 256 pages: 64 per shard
+  EXPECT_TRUE(s.has_cache());
+  auto data = pattern(16 * 4096, 3);
+  ASSERT_EQ(s.write(0, data.data(), data.size(), false), BlkStatus::ok);
+  EXPECT_EQ(s.cached_pages(), 16u);
+  EXPECT_EQ(s.backing_pages(), 0u);
+  std::vector<unsigned char> out(data.size());
+  s.read(0, out.data(), out.size());
+  EXPECT_EQ(out, data);
+  ASSERT_EQ(s.flush(), BlkStatus::ok);
+  EXPECT_EQ(s.cached_pages(), 0u);
+  EXPECT_EQ(s.backing_pages(), 16u);
+  s.read(0, out.data(), out.size());
+  EXPECT_EQ(out, data);
+}
+
+TEST(NullStore, CachePartialWriteKeepsBackingData) {
+  PageStore s(kCap, 1 << 20, 1);
+  auto page = pattern(4096, 4);
+  ASSERT_EQ(s.write(0, page.data(), 4096, true), BlkStatus::ok);  // FUA: straight to backing
+  EXPECT_EQ(s.cached_pages(), 0u);
+  EXPECT_EQ(s.backing_pages(), 1u);
+  auto part = pattern(512, 5);
+  ASSERT_EQ(s.write(1024, part.data(), 512, false), BlkStatus::ok);
+  EXPECT_EQ(s.cached_pages(), 1u);
+  std::vector<unsigned char> out(4096);
+  s.read(0, out.data(), 4096);
+  std::memcpy(page.data() + 1024, part.data(), 512);
+  EXPECT_EQ(out, page);
+  s.flush();
+  s.read(0, out.data(), 4096);
+  EXPECT_EQ(out, page);
+}
+
+TEST(NullStore, CacheEvictsWhenFull) {
+  PageStore s(kCap, 8 * 4096, 1);  // 8 cache pages
+  auto data = pattern(32 * 4096, 6);
+  ASSERT_EQ(s.write(0, data.data(), data.size(), false), BlkStatus::ok);
+  EXPECT_LE(s.cached_pages(), 8u);
+  EXPECT_EQ(s.cached_pages() + s.backing_pages(), 32u);
+  std::vector<unsigned char> out(data.size());
+  s.read(0, out.data(), out.size());
+  EXPECT_EQ(out, data);
+}
+
+TEST(NullStore, FuaWritesThroughCachedPage) {
+  PageStore s(kCap, 1 << 20, 1);
+  auto a = pattern(4096, 7);
+  auto b = pattern(4096, 8);
+  s.write(0, a.data(), 4096, false);
+  EXPECT_EQ(s.cached_pages(), 1u);
+  s.write(0, b.data(), 4096, true);
+  EXPECT_EQ(s.cached_pages(), 0u);
+  std::vector<unsigned char> out(4096);
+  s.read(0, out.data(), 4096);
+  EXPECT_EQ(out, b);
+}
+
+TEST(NullStore, DiscardDropsCachedCopies) {
+  PageStore s(kCap, 1 << 20, 1);
+  auto a = pattern(8192, 9);
+  s.write(0, a.data(), 8192, false);
+  s.flush();
+  s.write(0, a.data(), 8192, false);  // cached again over backing copies
+  ASSERT_EQ(s.discard(0, 8192), BlkStatus::ok);
+  EXPECT_EQ(s.cached_pages(), 0u);
+  EXPECT_EQ(s.backing_pages(), 0u);
+  std::vector<unsigned char> out(8192, 1);
+  s.read(0, out.data(), out.size());
+  EXPECT_TRUE(all_zero(out));
+}
+
+TEST(NullStore, ConcurrentDisjointWriters) {
+  PageStore s(kCap, 256 * 4096);
+  const int kThreads = 8, kOps = 500;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; t++) {
+    ts.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int i = 0; i < kOps; i++) {
+        // Thread t owns blocks t, t+8, t+16, ... of 1 KiB.
+        uint64_t blk = (rng() % 4096) * kThreads + t;
+        auto d = pattern(1024, static_cast<unsigned>(blk));
+        ASSERT_EQ(s.write(blk * 1024, d.data(), 1024, i % 7 == 0), BlkStatus::ok);
+        std::vector<unsigned char> out(1024);
+        ASSERT_EQ(s.read(blk * 1024, out.data(), 1024), BlkStatus::ok);
+        ASSERT_EQ(out, d);
+        if (i % 50 == 0) s.flush();
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+}
+
+}  // namespace
+}  // namespace blkmq::nullb
