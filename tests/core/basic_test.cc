@@ -1,0 +1,178 @@
+// Submission, data integrity, bad input and attributes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "core/core.h"
+#include "stub_driver.h"
+
+namespace blkmq::test {
+namespace {
+
+StubDriver::Options opts() { return StubDriver::Options{}; }
+
+TEST(Core, SyncWriteThenReadBack) {
+  StubDriver d(opts());
+  std::vector<uint8_t> w(8192), r(8192);
+  for (size_t i = 0; i < w.size(); i++) w[i] = static_cast<uint8_t>(i * 7 + 3);
+  ASSERT_EQ(d.q().write_sync(w.data(), 4096, 8192), BlkStatus::ok);
+  ASSERT_EQ(d.q().read_sync(r.data(), 4096, 8192), BlkStatus::ok);
+  EXPECT_EQ(w, r);
+  DiskStat s = d.q().disk_stat();
+  EXPECT_EQ(s.write_ios, 1u);
+  EXPECT_EQ(s.read_ios, 1u);
+  EXPECT_EQ(s.write_sectors, 16u);
+  EXPECT_EQ(s.read_sectors, 16u);
+  EXPECT_EQ(s.in_flight, 0u);
+}
+
+TEST(Core, BadBiosFailCleanlyAndTouchNothing) {
+  StubDriver d(opts());
+  BioTracker t;
+  std::vector<std::unique_ptr<BioTracker::Slot>> slots;
+  slots.push_back(t.make(ReqOp::read, 100, 4096));                 // misaligned (sector not multiple of lbs? 100 bytes -> sector 0 but size ok)
+  slots.back()->bio.sector = 0;
+  slots.back()->bio.size = 1000;                                    // not a multiple of 512
+  slots.push_back(t.make(ReqOp::write, (64ull << 20), 4096));      // beyond capacity
+  slots.push_back(t.make(ReqOp::read, 0, 4096));
+  slots.back()->bio.size = 8192;                                    // vector shorter than size
+  slots.push_back(t.make(ReqOp::discard, 0, 4096));                 // unsupported
+  slots.back()->bio.size = 4096;
+  for (auto& s : slots) d.q().submit_bio(&s->bio);
+  ASSERT_TRUE(t.wait_for(4));
+  EXPECT_EQ(slots[0]->status, BlkStatus::inval);
+  EXPECT_EQ(slots[1]->status, BlkStatus::inval);
+  EXPECT_EQ(slots[2]->status, BlkStatus::inval);
+  EXPECT_EQ(slots[3]->status, BlkStatus::notsupp);
+  EXPECT_EQ(d.nr_seen(), 0u);
+  EXPECT_EQ(t.doubles.load(), 0);
+}
+
+TEST(Core, AttributesReadWriteAndRefuseBadValues) {
+  StubDriver d(opts());
+  Queue& q = d.q();
+  EXPECT_EQ(*q.attr("queue/scheduler"), "[none]");
+  EXPECT_EQ(*q.attr("queue/rq_affinity"), "1");
+  EXPECT_TRUE(q.set_attr("queue/rq_affinity", "2"));
+  EXPECT_EQ(*q.attr("queue/rq_affinity"), "2");
+  Status bad = q.set_attr("queue/rq_affinity", "3");
+  EXPECT_FALSE(bad);
+  EXPECT_NE(bad.message().find("0..2"), std::string::npos);
+  EXPECT_EQ(*q.attr("queue/rq_affinity"), "2");
+  EXPECT_FALSE(q.set_attr("queue/nomerges", "x"));
+  EXPECT_FALSE(q.set_attr("queue/no_such_thing", "1"));
+  EXPECT_FALSE(q.set_attr("stat", "1"));
+  EXPECT_FALSE(q.set_attr("queue/scheduler", "cfq"));
+  EXPECT_EQ(*q.attr("queue/sched_insert_run"), "[sync] async");
+  EXPECT_TRUE(q.set_attr("queue/sched_insert_run", "async"));
+  EXPECT_EQ(*q.attr("queue/sched_insert_run"), "sync [async]");
+  EXPECT_FALSE(q.set_attr("queue/task_completion", "maybe"));
+  EXPECT_EQ(*q.attr("queue/task_completion"), "[local] softirq");
+  EXPECT_EQ(*q.attr("queue/submit_plug"), "[none] implicit");
+  EXPECT_EQ(*q.attr("queue/plug_direct_issue"), "1");
+  EXPECT_EQ(*q.attr("queue/io_timeout"), "30000");
+  EXPECT_EQ(*q.attr("queue/max_sectors_kb"), "1280");
+  EXPECT_TRUE(q.set_attr("queue/max_sectors_kb", "64"));
+  EXPECT_FALSE(q.set_attr("queue/max_sectors_kb", "4096"));
+  EXPECT_EQ(*q.attr("queue/nr_requests"), "64");
+  EXPECT_TRUE(q.set_attr("queue/nr_requests", "2"));  // clamped to 4 like the kernel
+  EXPECT_EQ(*q.attr("queue/nr_requests"), "4");
+  EXPECT_FALSE(q.set_attr("queue/nr_requests", "65"));
+  EXPECT_EQ(*q.attr("mq/0/nr_tags"), "64");
+  EXPECT_FALSE(q.attr("mq/9/nr_tags"));
+}
+
+TEST(Core, StatHasTheKernelsSeventeenFields) {
+  StubDriver d(opts());
+  std::vector<uint8_t> b(4096);
+  ASSERT_EQ(d.q().write_sync(b.data(), 0, 4096), BlkStatus::ok);
+  std::istringstream in(*d.q().attr("stat"));
+  std::vector<uint64_t> f;
+  uint64_t v;
+  while (in >> v) f.push_back(v);
+  ASSERT_EQ(f.size(), 17u);
+  EXPECT_EQ(f[4], 1u);  // write ios
+  EXPECT_EQ(f[6], 8u);  // write sectors
+  EXPECT_EQ(*d.q().attr("inflight"), "       0        0");
+}
+
+TEST(Core, ManyAsyncBiosAllCompleteOnceAndNoTagLeaks) {
+  auto o = opts();
+  o.depth = 4;
+  o.mode = CompleteMode::irq_thread;
+  StubDriver d(o);
+  BioTracker t;
+  std::vector<std::unique_ptr<BioTracker::Slot>> slots;
+  for (int i = 0; i < 256; i++) slots.push_back(t.make(ReqOp::write, uint64_t(i) * 8192, 4096));
+  for (auto& s : slots) d.q().submit_bio(&s->bio);
+  ASSERT_TRUE(t.wait_for(256));
+  EXPECT_EQ(t.doubles.load(), 0);
+  EXPECT_EQ(t.errors.load(), 0);
+  EXPECT_LE(d.max_inflight.load(), 4);
+  ASSERT_TRUE(wait_requests_freed(d.q()));
+  auto* q = static_cast<QueueImpl*>(&d.q());
+  EXPECT_EQ(q->hctx(0)->tags->bitmap_tags.bitmap().weight(), 0u);
+}
+
+TEST(Core, NowaitFailsInsteadOfSleepingForATag) {
+  auto o = opts();
+  o.depth = 2;
+  o.mode = CompleteMode::never;
+  StubDriver d(o);
+  BioTracker t;
+  auto a = t.make(ReqOp::read, 0, 4096);
+  auto b = t.make(ReqOp::read, 8192, 4096);
+  auto c = t.make(ReqOp::read, 16384, 4096, kBioNowait);
+  d.q().submit_bio(&a->bio);
+  d.q().submit_bio(&b->bio);
+  d.q().submit_bio(&c->bio);
+  ASSERT_TRUE(t.wait_for(1));
+  EXPECT_EQ(c->status, BlkStatus::again);
+  for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
+  ASSERT_TRUE(t.wait_for(3));
+}
+
+TEST(Core, PolledBiosCompleteThroughPoll) {
+  auto o = opts();
+  o.nr_poll = 1;
+  StubDriver d(o);
+  BioTracker t;
+  auto s = t.make(ReqOp::read, 0, 4096, kBioPolled);
+  d.q().submit_bio(&s->bio);
+  EXPECT_EQ(t.ended.load(), 0);
+  int found = 0;
+  for (int i = 0; i < 1000 && !found; i++) found += d.q().poll(&s->bio);
+  EXPECT_EQ(found, 1);
+  EXPECT_EQ(t.ended.load(), 1);
+  EXPECT_EQ(d.seen().at(0).hctx, 1u);  // the poll queue follows the default queue
+}
+
+TEST(Core, PolledBioOnQueueWithoutPollQueuesIsRefused) {
+  StubDriver d(opts());
+  BioTracker t;
+  auto s = t.make(ReqOp::read, 0, 4096, kBioPolled);
+  d.q().submit_bio(&s->bio);
+  ASSERT_TRUE(t.wait_for(1));
+  EXPECT_EQ(s->status, BlkStatus::notsupp);
+}
+
+TEST(Core, TagSetValidation) {
+  DriverOps ops;
+  TagSetConfig c;
+  EXPECT_FALSE(TagSet::create(c));  // no ops
+  ops.queue_rq = [](HwCtx*, const QueueData&) { return BlkStatus::ok; };
+  c.ops = &ops;
+  c.queue_depth = 0;
+  EXPECT_FALSE(TagSet::create(c));
+  c.queue_depth = 20000;
+  EXPECT_FALSE(TagSet::create(c));
+  c.queue_depth = 8;
+  c.reserved_tags = 8;
+  EXPECT_FALSE(TagSet::create(c));
+  c.reserved_tags = 1;
+  EXPECT_TRUE(TagSet::create(c));
+}
+
+}  // namespace
+}  // namespace blkmq::test
