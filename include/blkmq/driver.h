@@ -57,7 +57,8 @@ struct IoCompBatch {
 // calls complete_request(). Everything else is optional (nullptr).
 struct DriverOps {
   // REQUIRED. Issue one request. Call start_request() before the device can
-  // complete it. Returns ok (the driver owns the request until it ends it),
+  // complete it. rq->queuelist is empty on entry and the driver may use it
+  // until it ends the request. Returns ok (the driver owns the request until it ends it),
   // resource / dev_resource (the core keeps the request and retries), or any
   // other status (the core ends the request with it).
   BlkStatus (*queue_rq)(HwCtx* hctx, const QueueData& bd) = nullptr;
@@ -69,8 +70,12 @@ struct DriverOps {
   // the batch ended early.
   void (*commit_rqs)(HwCtx* hctx) = nullptr;
   // Optional pair (SCSI device queue depth): reserve a dispatch budget before
-  // a driver tag is taken. get_budget returns a token >= 0, or -1 when none
-  // is available (the core retries 3 ms later or when a budget is put).
+  // a driver tag is taken. get_budget returns a token >= 0 (kept in
+  // rq->budget_token), or -1 when none is available. The core puts the
+  // budget back for requests it does not issue (busy returns, leftovers);
+  // for issued requests the driver puts it when the request completes and
+  // then reruns the queue (run_hw_queues(q, true)), since the core's own
+  // restart only follows tag frees (and a 3 ms delayed rerun).
   int (*get_budget)(Queue* q) = nullptr;
   void (*put_budget)(Queue* q, int token) = nullptr;
   // Optional. A request passed its deadline (queue/io_timeout).
@@ -84,7 +89,9 @@ struct DriverOps {
   // Optional. Per-hctx setup/teardown; a non-zero return fails the setup.
   int (*init_hctx)(HwCtx* hctx, void* driver_data, unsigned hctx_idx) = nullptr;
   void (*exit_hctx)(HwCtx* hctx, unsigned hctx_idx) = nullptr;
-  // Optional. Per-request payload setup/teardown, once per static request.
+  // Optional. Per-request payload setup/teardown, once for every request
+  // that can reach queue_rq: driver-tag and scheduler-tag requests and the
+  // flush request.
   int (*init_request)(TagSet* set, Request* rq, unsigned hctx_idx) = nullptr;
   void (*exit_request)(TagSet* set, Request* rq, unsigned hctx_idx) = nullptr;
   // Optional. Is the device busy (for the dispatch_busy heuristics).
@@ -144,7 +151,7 @@ bool hctx_stopped(const HwCtx* hctx);
 
 // The request holding driver tag `tag` on this hctx, or nullptr.
 Request* tag_to_rq(HwCtx* hctx, int tag);
-// The queue's driver cookie (QueueConfig::queuedata).
+// The queue's driver cookie (QueueConfig::queuedata); valid from init_hctx on.
 void* queue_data(const Queue* q);
 
 }  // namespace blkmq

@@ -205,7 +205,13 @@ class StubDriver {
     StubDriver* d = of(rq->q);
     if (d->on_complete) d->on_complete(rq);
     if (d->opt_.mode != CompleteMode::inline_end) d->inflight.fetch_sub(1);
+    Queue* q = rq->q;
+    const bool budget = d->opt_.budgets;
+    // Like SCSI: the budget goes back when the command completes, and the
+    // queue is rerun because only tag frees restart it.
+    if (budget) put_budget(q, rq->budget_token);
     end_request(rq, rq->status);
+    if (budget) run_hw_queues(q, true);
   }
 
   static TimeoutResult timeout(Request* rq) {

@@ -1,0 +1,241 @@
+// Busy statuses, requeue, timeouts, budgets, shared tags, freeze, quiesce,
+// update_nr_hw_queues and teardown.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "stub_driver.h"
+
+namespace blkmq::test {
+namespace {
+
+using Slots = std::vector<std::unique_ptr<BioTracker::Slot>>;
+
+void submit_n(StubDriver& d, BioTracker& t, Slots& s, int n, ReqOp op = ReqOp::write, uint64_t base = 0) {
+  for (int i = 0; i < n; i++) {
+    s.push_back(t.make(op, base + uint64_t(i) * 8192, 4096));
+    d.q().submit_bio(&s.back()->bio);
+  }
+}
+
+TEST(Dispatch, ResourceIsRetriedAndEveryBioEndsOnce) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::irq_thread;
+  StubDriver d(o);
+  d.busy_next = 5;
+  d.dev_busy_next = 3;
+  BioTracker t;
+  Slots s;
+  submit_n(d, t, s, 64);
+  ASSERT_TRUE(t.wait_for(64));
+  EXPECT_EQ(t.doubles.load(), 0);
+  EXPECT_EQ(t.errors.load(), 0);
+  EXPECT_GE(d.q().hctx_stats(0).busy, 1u);
+  ASSERT_TRUE(wait_requests_freed(d.q()));
+}
+
+TEST(Dispatch, DriverRequeueRequestsComeBack) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::irq_thread;
+  StubDriver d(o);
+  d.requeue_next = 10;
+  BioTracker t;
+  Slots s;
+  submit_n(d, t, s, 50);
+  ASSERT_TRUE(t.wait_for(50));
+  EXPECT_EQ(t.doubles.load(), 0);
+  EXPECT_EQ(t.errors.load(), 0);
+  EXPECT_EQ(d.nr_seen(), 50u);
+}
+
+TEST(Dispatch, ErrorStatusFromQueueRqEndsTheBio) {
+  StubDriver d(StubDriver::Options{});
+  DriverOps ops;
+  ops.queue_rq = [](HwCtx*, const QueueData&) { return BlkStatus::ioerr; };
+  TagSetConfig c;
+  c.ops = &ops;
+  auto set = TagSet::create(c);
+  ASSERT_TRUE(set);
+  QueueConfig qc;
+  qc.limits.capacity_sectors = 1 << 20;
+  auto q = Queue::create(*set.value(), qc);
+  ASSERT_TRUE(q);
+  std::vector<uint8_t> b(4096);
+  EXPECT_EQ(q.value()->write_sync(b.data(), 0, 4096), BlkStatus::ioerr);
+}
+
+TEST(Timeout, ExpiredRequestsGoToTheDriversHandler) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::never;
+  StubDriver d(o);
+  ASSERT_TRUE(d.q().set_attr("queue/io_timeout", "100"));
+  BioTracker t;
+  Slots s;
+  submit_n(d, t, s, 3, ReqOp::read);
+  ASSERT_TRUE(t.wait_for(3, 5000));
+  for (auto& x : s) EXPECT_EQ(x->status, BlkStatus::timeout);
+  EXPECT_EQ(d.timeouts.load(), 3);
+  EXPECT_EQ(t.doubles.load(), 0);
+}
+
+TEST(Timeout, ResetTimerKeepsWaiting) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::never;
+  StubDriver d(o);
+  d.timeout_completes = false;
+  ASSERT_TRUE(d.q().set_attr("queue/io_timeout", "50"));
+  BioTracker t;
+  Slots s;
+  submit_n(d, t, s, 1, ReqOp::read);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_GE(d.timeouts.load(), 2);
+  EXPECT_EQ(t.ended.load(), 0);
+  d.timeout_completes = true;
+  ASSERT_TRUE(t.wait_for(1, 5000));
+}
+
+TEST(Budget, LimitsRequestsInTheDriver) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::irq_thread;
+  o.budgets = true;
+  o.budget_limit = 3;
+  StubDriver d(o);
+  BioTracker t;
+  Slots s;
+  submit_n(d, t, s, 100);
+  ASSERT_TRUE(t.wait_for(100));
+  EXPECT_LE(d.max_inflight.load(), 3);
+  ASSERT_TRUE(wait_requests_freed(d.q()));
+  EXPECT_EQ(d.budget_used.load(), 0);
+}
+
+TEST(Quiesce, NoDispatchUntilUnquiesce) {
+  StubDriver d(StubDriver::Options{});
+  d.q().quiesce();
+  BioTracker t;
+  Slots s;
+  submit_n(d, t, s, 4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(d.nr_seen(), 0u);
+  d.q().unquiesce();
+  ASSERT_TRUE(t.wait_for(4));
+}
+
+TEST(Freeze, WaitsForInflightAndBlocksNewSubmitters) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::never;
+  StubDriver d(o);
+  BioTracker t;
+  Slots s;
+  submit_n(d, t, s, 2);
+  std::atomic<bool> frozen{false};
+  std::thread f([&] {
+    d.q().freeze();
+    frozen = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(frozen.load());
+  for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
+  f.join();
+  EXPECT_TRUE(frozen.load());
+  // A nowait submitter fails while frozen; a normal one waits.
+  auto nw = t.make(ReqOp::read, 0, 4096, kBioNowait);
+  d.q().submit_bio(&nw->bio);
+  EXPECT_EQ(nw->status, BlkStatus::again);
+  std::thread sub([&] { submit_n(d, t, s, 1, ReqOp::read, 1 << 20); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(d.nr_seen(), 2u);
+  d.q().unfreeze();
+  sub.join();
+  for (int i = 0; i < 100 && d.nr_seen() < 3; i++) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
+  ASSERT_TRUE(t.wait_for(4));
+}
+
+TEST(Teardown, DrainsInflightIo) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::irq_thread;
+  o.depth = 8;
+  auto d = std::make_unique<StubDriver>(o);
+  BioTracker t;
+  Slots s;
+  submit_n(*d, t, s, 64);
+  d->qptr().reset();  // returns once everything ended
+  EXPECT_EQ(t.ended.load(), 64);
+  EXPECT_EQ(t.doubles.load(), 0);
+}
+
+TEST(UpdateNrHwQueues, WhileIoRunsLosesNothing) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::irq_thread;
+  o.nr_queues = 2;
+  StubDriver d(o);
+  BioTracker t;
+  std::atomic<bool> stop{false};
+  std::atomic<int> submitted{0};
+  std::vector<std::thread> th;
+  std::mutex smu;
+  Slots all;
+  for (int k = 0; k < 2; k++) {
+    th.emplace_back([&, k] {
+      Slots mine;
+      for (int i = 0; !stop && i < 4000; i++) {
+        mine.push_back(t.make(ReqOp::write, (uint64_t(k) << 24) + uint64_t(i % 512) * 4096, 4096));
+        d.q().submit_bio(&mine.back()->bio);
+        submitted++;
+      }
+      std::lock_guard<std::mutex> g(smu);
+      for (auto& m : mine) all.push_back(std::move(m));
+    });
+  }
+  for (int r = 0; r < 6; r++) {
+    ASSERT_TRUE(d.set().update_nr_hw_queues(1 + r % 2, 0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop = true;
+  for (auto& x : th) x.join();
+  ASSERT_TRUE(t.wait_for(submitted.load(), 20000));
+  EXPECT_EQ(t.doubles.load(), 0);
+  EXPECT_EQ(t.errors.load(), 0);
+}
+
+TEST(SharedTags, TwoQueuesShareFairly) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::never;
+  o.depth = 16;
+  StubDriver d(o);
+  auto q2 = d.make_queue();
+  BioTracker t;
+  Slots s;
+  // The first queue becomes active and takes what it may...
+  submit_n(d, t, s, 4);
+  // ...the second queue becomes active: each may now hold 8 of 16.
+  for (int i = 0; i < 4; i++) {
+    s.push_back(t.make(ReqOp::write, uint64_t(i) * 8192, 4096));
+    q2->submit_bio(&s.back()->bio);
+  }
+  std::atomic<bool> done{false};
+  std::thread more([&] {
+    Slots m;
+    for (int i = 0; i < 8; i++) {
+      m.push_back(t.make(ReqOp::write, (1 << 20) + uint64_t(i) * 8192, 4096));
+      d.q().submit_bio(&m.back()->bio);
+    }
+    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
+    t.wait_for(16);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto* qi = static_cast<QueueImpl*>(&d.q());
+  EXPECT_LE(qi->hctx(0)->nr_active.load(), 8u);  // fair share: ceil(16 / 2)
+  done = true;
+  for (int i = 0; i < 200 && t.ended.load() < 16; i++) {
+    for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  more.join();
+  EXPECT_EQ(t.ended.load(), 16);
+}
+
+}  // namespace
+}  // namespace blkmq::test
