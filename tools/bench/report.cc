@@ -80,7 +80,7 @@ std::string dir_block(const JobResult& j, unsigned dd) {
   const DirStats& d = j.dir[dd];
   double iops = per_sec(d.ios, j.runtime_ns);
   double bw = per_sec(d.bytes, j.runtime_ns);
-  std::string out = sprintf_str("  %5s: IOPS=%s, BW=%s(%sB/%" PRIu64 "msec)\n", ddir_name(dd),
+  std::string out = sprintf_str("  %s: IOPS=%s, BW=%s(%sB/%" PRIu64 "msec)\n", ddir_name(dd),
                                 num2str(iops, 1000).c_str(), bw_pair(bw).c_str(),
                                 num2str(static_cast<double>(d.bytes), 1024).c_str(), j.runtime_ns / 1000000);
   if (j.gtod_reduce || d.clat.n == 0) return out;
