@@ -4,6 +4,7 @@
 // (polled bios). It can keep data (memory=1), fail the Nth I/O (fail_at=N)
 // and corrupt reads (corrupt=1). Not part of the CMake build (tests/tools/
 // globs *_test.cc only); build by hand, see run_engine_checks.sh.
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -41,7 +42,7 @@ class FakeQueue : public Queue {
     if (b->end_sector() > lim_.capacity_sectors) b->status = BlkStatus::inval;
     if (fail_at_ && n == fail_at_) b->status = BlkStatus::ioerr;
     if (b->status == BlkStatus::ok && !data_.empty()) copy(b);
-    if (b->op == ReqOp::read) stat_.read_ios++; else stat_.write_ios++;
+    (b->op == ReqOp::read ? reads_ : writes_).fetch_add(1, std::memory_order_relaxed);
     if (b->flags & kBioPolled) {
       std::lock_guard g(mu_);
       polled_.push_back(b);
@@ -68,7 +69,7 @@ class FakeQueue : public Queue {
   }
   QueueLimits lim_;
   std::string name_;
-  DiskStat stat_{};
+  std::atomic<uint64_t> reads_{0}, writes_{0};
 
  private:
   void copy(Bio* b) {
@@ -126,7 +127,13 @@ void Queue::submit_bio(Bio* bio) { static_cast<FakeQueue*>(this)->submit(bio); }
 int Queue::poll(const Bio*) { return static_cast<FakeQueue*>(this)->do_poll(); }
 const QueueLimits& Queue::limits() const { return static_cast<const FakeQueue*>(this)->lim_; }
 const std::string& Queue::name() const { return static_cast<const FakeQueue*>(this)->name_; }
-DiskStat Queue::disk_stat() const { return static_cast<const FakeQueue*>(this)->stat_; }
+DiskStat Queue::disk_stat() const {
+  auto* fq = static_cast<const FakeQueue*>(this);
+  DiskStat d{};
+  d.read_ios = fq->reads_.load();
+  d.write_ios = fq->writes_.load();
+  return d;
+}
 
 Plug::Plug(unsigned) : owner_(true) {}
 Plug::~Plug() = default;
