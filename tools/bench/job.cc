@@ -1,0 +1,362 @@
+#include "bench/job.h"
+
+#include <time.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "blkmq/plug.h"
+#include "bench/verify.h"
+
+namespace bench {
+namespace {
+
+// CLOCK_MONOTONIC through the vDSO: no system call.
+inline uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// The job running on this thread: end_io compares against it to tell an
+// inline completion (plain list, no atomics) from a cross-thread one.
+thread_local Job* tl_job = nullptr;
+
+}  // namespace
+
+Job::Job(const JobSpec& spec, unsigned index, blkmq::Queue& q, uint64_t dev_size)
+    : spec_(spec), index_(index), q_(q), dev_size_(dev_size), result_(std::make_unique<JobResult>()) {}
+
+Job::~Job() { std::free(buffers_); }
+
+Status Job::prepare() {
+  const uint32_t lbs = q_.limits().logical_block_size;
+  if (spec_.bs % lbs != 0 || spec_.offset % lbs != 0)
+    return Status::invalid("--bs and --offset must be multiples of the device's logical block size " +
+                           std::to_string(lbs));
+  if (spec_.offset >= dev_size_)
+    return Status::invalid("--offset=" + std::to_string(spec_.offset) + " is beyond the device size " +
+                           std::to_string(dev_size_));
+  uint64_t size = spec_.size ? spec_.size : dev_size_ - spec_.offset;
+  if (size > dev_size_ - spec_.offset)
+    return Status::invalid("--offset + --size (" + std::to_string(spec_.offset + size) +
+                           ") is beyond the device size " + std::to_string(dev_size_));
+  base_ = spec_.offset;
+  nblocks_ = size / spec_.bs;
+  if (nblocks_ == 0) return Status::invalid("the region is smaller than one block (--bs)");
+
+  const unsigned depth = spec_.iodepth;
+  if (posix_memalign(&buffers_, 4096, static_cast<size_t>(depth) * spec_.bs) != 0)
+    return Status::error(ENOMEM, "cannot allocate " + std::to_string(depth) + " buffers of " +
+                                     std::to_string(spec_.bs) + " bytes");
+  // Touch every page now, so the run takes no page faults.
+  std::memset(buffers_, 0xa5, static_cast<size_t>(depth) * spec_.bs);
+  units_ = std::make_unique<IoUnit[]>(depth);
+  free_ = std::make_unique<IoUnit*[]>(depth);
+  batch_ = std::make_unique<IoUnit*[]>(depth);
+  for (unsigned i = 0; i < depth; ++i) {
+    IoUnit& u = units_[i];
+    u = IoUnit{};
+    u.job = this;
+    u.iov.iov_base = static_cast<char*>(buffers_) + static_cast<size_t>(i) * spec_.bs;
+    u.iov.iov_len = spec_.bs;
+    free_[i] = &u;
+  }
+  nfree_ = depth;
+
+  gtod_ = !spec_.gtod_reduce;
+  bio_flags_ = spec_.hipri ? uint32_t{blkmq::kBioPolled} : 0u;
+  if (spec_.prioclass > 0)
+    ioprio_ = blkmq::ioprio_value(static_cast<blkmq::IoprioClass>(spec_.prioclass), static_cast<unsigned>(spec_.prio));
+  // randrepeat=0: a new sequence each run; else fixed per seed and clone.
+  uint64_t seed = spec_.randrepeat ? spec_.randseed : std::random_device{}() ^ now_ns();
+  seed_ = seed ^ (0x9e3779b97f4a7c15ull * (index_ + 1));
+  if (spec_.randseed_given) seed_ = spec_.randseed + index_;
+
+  JobResult& r = *result_;
+  r.name = spec_.name;
+  r.gtod_reduce = spec_.gtod_reduce;
+  r.options = spec_.given;
+  return Status::ok();
+}
+
+void Job::reset_generators() {
+  map_ = RandomMap(nblocks_, seed_);
+  rng_ = Xoshiro256(seed_);
+  mix_rng_ = Xoshiro256(seed_ ^ 0x5bd1e995);
+  seq_next_ = 0;
+}
+
+void Job::run() {
+  tl_job = this;
+  if (spec_.prioclass > 0) blkmq::current_io_context()->ioprio = ioprio_;
+  if (spec_.ramp_ns == 0 || spec_.verify != VerifyMode::none) begin_measure();
+  if (spec_.verify == VerifyMode::none) {
+    run_phase(Phase::normal);
+  } else {
+    if (rw_has_writes(spec_.rw)) run_phase(Phase::verify_write);
+    if (!stopping_) run_phase(Phase::verify_read);
+  }
+  if (!measuring_) begin_measure();  // finished inside the ramp: nothing was measured
+  JobResult& r = *result_;
+  r.runtime_ns = now_ns() - start_ns_;
+  r.cpu_runtime_ns = r.runtime_ns;
+  r.cpu = CpuUsage::thread_now() - cpu_start_;
+  tl_job = nullptr;
+  finished_.store(true, std::memory_order_release);
+}
+
+void Job::begin_measure() {
+  measuring_ = true;
+  for (DirStats& d : result_->dir) d.clear();
+  start_ns_ = now_ns();
+  cpu_start_ = CpuUsage::thread_now();
+}
+
+inline void Job::check_ramp() {
+  if (!measuring_ && ramp_over_.load(std::memory_order_relaxed)) begin_measure();
+}
+
+// One pass of the fio loop: fill the queue in batches, reap when full or
+// when nothing is left to submit, drain at the end.
+void Job::run_phase(Phase ph) {
+  phase_ = ph;
+  issued_ = 0;
+  reset_generators();
+  if (ph == Phase::verify_write) {
+    mix_ = Mix::writes;
+    target_ = nblocks_;
+  } else if (ph == Phase::verify_read) {
+    mix_ = Mix::reads;
+    target_ = rw_has_writes(spec_.rw) ? verify_written_ : nblocks_;
+  } else {
+    mix_ = !rw_has_writes(spec_.rw) ? Mix::reads : !rw_has_reads(spec_.rw) ? Mix::writes : Mix::mixed;
+    target_ = spec_.time_based ? UINT64_MAX : nblocks_;
+  }
+  const unsigned depth = spec_.iodepth;
+  for (;;) {
+    reap_ready();
+    check_ramp();
+    // Verify phases run to the end of the region: a stopped write phase
+    // would leave blocks unchecked.
+    if (ph == Phase::normal && stop_.load(std::memory_order_relaxed)) stopping_ = true;
+    bool more = !stopping_ && issued_ < target_;
+    if (more && inflight_ < depth) {
+      uint64_t left = target_ - issued_;
+      unsigned n = std::min(spec_.iodepth_batch_submit, depth - inflight_);
+      if (left < n) n = static_cast<unsigned>(left);
+      submit_batch(n);
+      continue;
+    }
+    if (inflight_ == 0) break;
+    wait_completions(std::min(std::max(spec_.iodepth_batch_complete, 1u), inflight_));
+  }
+}
+
+inline void Job::prep(IoUnit* u) {
+  bool write;
+  switch (mix_) {
+    case Mix::reads: write = false; break;
+    case Mix::writes: write = true; break;
+    default: write = mix_rng_.below(100) >= spec_.rwmixread; break;
+  }
+  uint64_t blk;
+  if (!rw_is_random(spec_.rw)) {
+    blk = seq_next_;
+    if (++seq_next_ == nblocks_) seq_next_ = 0;
+  } else if (spec_.norandommap && phase_ == Phase::normal) {
+    blk = rng_.below(nblocks_);
+  } else {
+    blk = map_.next();
+  }
+  u->offset = base_ + blk * spec_.bs;
+  u->ddir = write ? kWrite : kRead;
+  u->inflight = true;
+  blkmq::Bio& b = u->bio;
+  blkmq::bio_reinit(&b);
+  b.op = write ? blkmq::ReqOp::write : blkmq::ReqOp::read;
+  // Direct writes are REQ_SYNC in the kernel too (O_DIRECT from io_uring/psync).
+  b.flags = bio_flags_ | (write ? uint32_t{blkmq::kBioSync} : 0u);
+  b.ioprio = ioprio_;
+  b.sector = u->offset >> blkmq::kSectorShift;
+  b.size = spec_.bs;
+  b.vec = &u->iov;
+  b.nr_vecs = 1;
+  b.ioc = nullptr;
+  b.end_io = &Job::end_io;
+  b.private_data = u;
+  if (write && phase_ == Phase::verify_write) verify_fill(u->iov.iov_base, spec_.bs, u->offset, seed_);
+}
+
+void Job::submit_batch(unsigned n) {
+  for (unsigned i = 0; i < n; ++i) {
+    IoUnit* u = free_[--nfree_];
+    prep(u);
+    batch_[i] = u;
+  }
+  inflight_ += n;
+  issued_ += n;
+  uint64_t t0 = gtod_ ? now_ns() : 0;
+  if (n > 2) {
+    // As io_uring does: plug only batches of more than two.
+    blkmq::Plug plug(n);
+    for (unsigned i = 0; i < n; ++i) q_.submit_bio(&batch_[i]->bio);
+  } else {
+    for (unsigned i = 0; i < n; ++i) q_.submit_bio(&batch_[i]->bio);
+  }
+  if (gtod_) {
+    // Completions of this batch are processed only by this thread, later,
+    // so stamping after submission is safe even if they already ended.
+    uint64_t t1 = now_ns();
+    for (unsigned i = 0; i < n; ++i) {
+      batch_[i]->start_ns = t0;
+      batch_[i]->issue_ns = t1;
+    }
+  }
+}
+
+void Job::end_io(blkmq::Bio* bio) {
+  auto* u = static_cast<IoUnit*>(bio->private_data);
+  Job* j = u->job;
+  if (j->gtod_) u->done_ns = now_ns();
+  if (tl_job == j) {
+    u->next = j->local_head_;
+    j->local_head_ = u;
+    return;
+  }
+  j->push_remote(u);
+}
+
+// Cross-thread completion: lock-free push, then a wake only if the job sleeps
+// waiting for at least this many. Pairs with sleep_for_remote(): both sides
+// use seq_cst so either the job sees the count or we see its wait_for_.
+void Job::push_remote(IoUnit* u) {
+  IoUnit* h = remote_head_.load(std::memory_order_relaxed);
+  do {
+    u->next = h;
+  } while (!remote_head_.compare_exchange_weak(h, u, std::memory_order_release, std::memory_order_relaxed));
+  int32_t n = remote_count_.fetch_add(1, std::memory_order_seq_cst) + 1;
+  uint32_t w = wait_for_.load(std::memory_order_seq_cst);
+  if (w != 0 && n >= static_cast<int32_t>(w)) remote_count_.notify_one();
+}
+
+unsigned Job::reap_ready() {
+  unsigned n = 0;
+  if (local_head_ != nullptr) {
+    IoUnit* l = local_head_;
+    local_head_ = nullptr;
+    n += process_list(l);
+  }
+  if (remote_head_.load(std::memory_order_relaxed) != nullptr) {
+    IoUnit* r = remote_head_.exchange(nullptr, std::memory_order_acquire);
+    unsigned k = process_list(r);
+    remote_count_.fetch_sub(static_cast<int32_t>(k), std::memory_order_relaxed);
+    n += k;
+  }
+  return n;
+}
+
+unsigned Job::process_list(IoUnit* u) {
+  unsigned n = 0;
+  while (u != nullptr) {
+    IoUnit* next = u->next;
+    process(u);
+    u = next;
+    ++n;
+  }
+  return n;
+}
+
+inline void Job::process(IoUnit* u) {
+  inflight_--;
+  u->inflight = false;
+  free_[nfree_++] = u;
+  const blkmq::BlkStatus st = u->bio.status;
+  if (st != blkmq::BlkStatus::ok) {
+    char msg[128];
+    std::snprintf(msg, sizeof msg, "%s at offset %" PRIu64 " (%u bytes) failed: %s", ddir_name(u->ddir), u->offset,
+                  spec_.bs, blkmq::blk_status_name(st));
+    record_error(u, -blkmq::blk_status_to_errno(st), msg);
+    return;
+  }
+  if (phase_ != Phase::normal) {
+    if (phase_ == Phase::verify_write) {
+      verify_written_++;
+    } else {
+      std::string why;
+      if (!verify_check(u->iov.iov_base, spec_.bs, u->offset, &why)) record_error(u, EILSEQ, why);
+    }
+  }
+  DirStats& d = result_->dir[u->ddir];
+  d.ios++;
+  d.bytes += spec_.bs;
+  if (gtod_) {
+    uint64_t clat = u->done_ns > u->issue_ns ? u->done_ns - u->issue_ns : 0;
+    d.slat.add(u->issue_ns - u->start_ns);
+    d.clat.add(clat);
+    d.clat_hist.add(clat);
+    d.lat.add(u->done_ns - u->start_ns);
+  }
+}
+
+// Like fio's default (no continue_on_error): the first error stops new I/O;
+// every error is counted, the first one is reported.
+void Job::record_error(const IoUnit* u, int err, std::string msg) {
+  JobResult& r = *result_;
+  r.errors++;
+  if (r.error == 0) {
+    r.error = err != 0 ? err : EIO;
+    r.error_msg = std::move(msg);
+    std::fprintf(stderr, "blkmq bench: %s: %s\n", spec_.name.c_str(), r.error_msg.c_str());
+  }
+  stopping_ = true;
+}
+
+void Job::wait_completions(unsigned need) {
+  unsigned got = reap_ready();
+  while (got < need) {
+    if (spec_.hipri) {
+      poll_once();
+    } else if (spec_.iodepth_batch_complete == 0) {
+      cpu_relax();  // iodepth_batch_complete=0: busy-wait, never sleep
+    } else {
+      sleep_for_remote(need - got);
+    }
+    got += reap_ready();
+  }
+}
+
+void Job::sleep_for_remote(unsigned need) {
+  wait_for_.store(need, std::memory_order_seq_cst);
+  for (;;) {
+    int32_t n = remote_count_.load(std::memory_order_seq_cst);
+    if (n >= static_cast<int32_t>(need)) break;
+    remote_count_.wait(n, std::memory_order_seq_cst);
+  }
+  wait_for_.store(0, std::memory_order_relaxed);
+}
+
+// hipri: poll the hctx of some bio still in flight; completions found run
+// end_io on this thread (the local list).
+void Job::poll_once() {
+  const unsigned depth = spec_.iodepth;
+  for (unsigned i = 0; i < depth; ++i) {
+    IoUnit& u = units_[poll_cursor_];
+    poll_cursor_ = poll_cursor_ + 1 == depth ? 0 : poll_cursor_ + 1;
+    if (u.inflight) {
+      q_.poll(&u.bio);
+      return;
+    }
+  }
+}
+
+}  // namespace bench

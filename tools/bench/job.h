@@ -1,0 +1,124 @@
+// One job thread of `blkmq bench`: a fixed set of preallocated I/O units
+// cycled through a blkmq queue, fio-style, with per-job statistics.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "blkmq/bio.h"
+#include "blkmq/queue.h"
+#include "bench/options.h"
+#include "bench/randmap.h"
+#include "bench/stats.h"
+
+namespace bench {
+
+class Job {
+ public:
+  // index: the clone number within numjobs (varies the random seeds).
+  Job(const JobSpec& spec, unsigned index, blkmq::Queue& q, uint64_t dev_size);
+  ~Job();
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  // Resolves the region against the device and allocates every I/O unit and
+  // buffer, so the I/O loop allocates nothing. Control thread, before run().
+  Status prepare();
+  // The thread body: runs the workload, drains every submitted bio, fills
+  // result(). The Job must outlive every end_io call: destroy the device
+  // (which stops its completion threads) before the Job.
+  void run();
+
+  // Control thread: the ramp is over (reset statistics), or stop submitting.
+  void end_ramp() { ramp_over_.store(true, std::memory_order_relaxed); }
+  void stop() { stop_.store(true, std::memory_order_relaxed); }
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+
+  const JobSpec& spec() const { return spec_; }
+  const JobResult& result() const { return *result_; }
+
+ private:
+  struct alignas(64) IoUnit {
+    blkmq::Bio bio;
+    iovec iov;
+    Job* job;
+    IoUnit* next;        // on a completion list
+    uint64_t offset;
+    uint64_t start_ns;   // batch submit start
+    uint64_t issue_ns;   // batch submit return
+    uint64_t done_ns;    // end_io
+    uint8_t ddir;
+    bool inflight;
+  };
+  enum class Phase : uint8_t { normal, verify_write, verify_read };
+  enum class Mix : uint8_t { reads, writes, mixed };
+
+  static void end_io(blkmq::Bio* bio);
+  void push_remote(IoUnit* u);
+
+  void run_phase(Phase ph);
+  void reset_generators();
+  void submit_batch(unsigned n);
+  void prep(IoUnit* u);
+  unsigned reap_ready();
+  unsigned process_list(IoUnit* u);
+  void process(IoUnit* u);
+  void wait_completions(unsigned need);
+  void sleep_for_remote(unsigned need);
+  void poll_once();
+  void check_ramp();
+  void begin_measure();
+  void record_error(const IoUnit* u, int err, std::string msg);
+
+  const JobSpec spec_;
+  const unsigned index_;
+  blkmq::Queue& q_;
+  const uint64_t dev_size_;
+
+  // Derived at prepare().
+  uint64_t base_ = 0;     // first byte of the region
+  uint64_t nblocks_ = 0;  // region size in bs units
+  uint16_t ioprio_ = blkmq::kIoprioDefault;
+  uint32_t bio_flags_ = 0;
+  bool gtod_ = true;      // per-I/O time stamps
+  uint64_t seed_ = 0;
+
+  std::unique_ptr<IoUnit[]> units_;
+  void* buffers_ = nullptr;
+  std::unique_ptr<IoUnit*[]> free_;
+  std::unique_ptr<IoUnit*[]> batch_;
+  unsigned nfree_ = 0;
+  unsigned inflight_ = 0;
+  unsigned poll_cursor_ = 0;
+
+  // Loop state, job thread only.
+  Phase phase_ = Phase::normal;
+  Mix mix_ = Mix::reads;
+  uint64_t issued_ = 0;
+  uint64_t target_ = 0;
+  uint64_t seq_next_ = 0;
+  uint64_t verify_written_ = 0;
+  bool stopping_ = false;   // an error or the stop flag: submit no more
+  bool measuring_ = false;  // ramp over, statistics count
+  uint64_t start_ns_ = 0;
+  CpuUsage cpu_start_;
+  RandomMap map_{1, 0};
+  Xoshiro256 rng_{0};
+  Xoshiro256 mix_rng_{0};
+  IoUnit* local_head_ = nullptr;  // completions that ran on the job thread
+  std::unique_ptr<JobResult> result_;
+
+  // Written by other threads: each on its own cache line.
+  alignas(64) std::atomic<IoUnit*> remote_head_{nullptr};
+  alignas(64) std::atomic<int32_t> remote_count_{0};  // pushed, not yet reaped
+  std::atomic<uint32_t> wait_for_{0};                 // >0: job sleeps until that many
+  alignas(64) std::atomic<bool> ramp_over_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace bench

@@ -1,0 +1,454 @@
+#include "bench/options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+
+namespace bench {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+Status bad_value(std::string_view key, std::string_view value, std::string_view accepted) {
+  return Status::invalid("bad value '" + std::string(value) + "' for --" + std::string(key) +
+                         ": " + std::string(accepted));
+}
+
+// Parses an unsigned integer option within [lo, hi].
+Status get_uint(std::string_view key, std::string_view v, uint64_t lo, uint64_t hi, uint64_t* out) {
+  uint64_t x = 0;
+  if (!parse_uint(v, &x) || x < lo || x > hi)
+    return bad_value(key, v, "expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  *out = x;
+  return Status::ok();
+}
+
+template <typename T>
+Status set_uint(std::string_view key, std::string_view v, uint64_t lo, uint64_t hi, T* field) {
+  uint64_t x = 0;
+  Status st = get_uint(key, v, lo, hi, &x);
+  if (st) *field = static_cast<T>(x);
+  return st;
+}
+
+Status set_bool(std::string_view key, std::string_view v, bool* field) {
+  if (!parse_bool(v, field)) return bad_value(key, v, "expected 1/0, true/false, yes/no or on/off");
+  return Status::ok();
+}
+
+Status set_size(std::string_view key, std::string_view v, uint64_t lo, uint64_t* field) {
+  uint64_t x = 0;
+  if (!parse_size(v, &x)) return bad_value(key, v, "expected bytes with an optional k/m/g/t/p suffix");
+  if (x < lo) return bad_value(key, v, "must be at least " + std::to_string(lo));
+  *field = x;
+  return Status::ok();
+}
+
+Status set_time(std::string_view key, std::string_view v, uint64_t* field) {
+  if (!parse_time_ns(v, field))
+    return bad_value(key, v, "expected a time in seconds, or with a us/ms/s/m/h/d suffix");
+  return Status::ok();
+}
+
+Status apply_rw(BenchConfig&, JobSpec& j, std::string_view v) {
+  static const std::map<std::string, RwMode, std::less<>> kModes = {
+      {"read", RwMode::read},     {"write", RwMode::write}, {"randread", RwMode::randread},
+      {"randwrite", RwMode::randwrite}, {"rw", RwMode::rw}, {"readwrite", RwMode::rw},
+      {"randrw", RwMode::randrw}};
+  auto it = kModes.find(lower(v));
+  if (it == kModes.end())
+    return bad_value("rw", v, "expected read, write, randread, randwrite, rw/readwrite or randrw");
+  j.rw = it->second;
+  return Status::ok();
+}
+
+Status apply_bs(BenchConfig&, JobSpec& j, std::string_view v) {
+  uint64_t x = 0;
+  Status st = set_size("bs", v, 1, &x);
+  if (!st) return st;
+  if (x % blkmq::kSectorSize != 0 || x > (256u << 20))
+    return bad_value("bs", v, "must be a multiple of 512 and at most 256m");
+  j.bs = static_cast<uint32_t>(x);
+  return Status::ok();
+}
+
+Status apply_rwmixwrite(BenchConfig&, JobSpec& j, std::string_view v) {
+  unsigned w = 0;
+  Status st = set_uint("rwmixwrite", v, 0, 100, &w);
+  if (st) j.rwmixread = 100 - w;
+  return st;
+}
+
+Status apply_ioengine(BenchConfig&, JobSpec& j, std::string_view v) {
+  static const std::map<std::string, IoEngine, std::less<>> kEngines = {
+      {"io_uring", IoEngine::io_uring}, {"libaio", IoEngine::libaio},
+      {"psync", IoEngine::psync}, {"sync", IoEngine::sync}};
+  auto it = kEngines.find(lower(v));
+  if (it == kEngines.end()) return bad_value("ioengine", v, "expected io_uring, libaio, psync or sync");
+  j.ioengine = it->second;
+  return Status::ok();
+}
+
+Status apply_randseed(BenchConfig&, JobSpec& j, std::string_view v) {
+  Status st = set_uint("randseed", v, 0, std::numeric_limits<uint64_t>::max(), &j.randseed);
+  if (st) j.randseed_given = true;
+  return st;
+}
+
+Status apply_verify(BenchConfig&, JobSpec& j, std::string_view v) {
+  std::string s = lower(v);
+  if (s == "crc32c" || s == "crc32c-intel") {
+    j.verify = VerifyMode::crc32c;
+  } else if (s == "0" || s == "none") {
+    j.verify = VerifyMode::none;
+  } else {
+    return bad_value("verify", v, "expected crc32c or none");
+  }
+  return Status::ok();
+}
+
+Status apply_output_format(BenchConfig& c, JobSpec&, std::string_view v) {
+  std::string s = lower(v);
+  if (s == "normal") {
+    c.output_format = OutputFormat::normal;
+  } else if (s == "json") {
+    c.output_format = OutputFormat::json;
+  } else {
+    return bad_value("output-format", v, "expected normal or json");
+  }
+  return Status::ok();
+}
+
+Status apply_driver(BenchConfig& c, JobSpec&, std::string_view v) {
+  if (v.empty()) return bad_value("driver", v, "expected a driver name");
+  c.driver = std::string(v);
+  return Status::ok();
+}
+
+Status apply_scheduler(BenchConfig& c, JobSpec&, std::string_view v) {
+  if (v.empty()) return bad_value("scheduler", v, "expected a scheduler name");
+  c.device_params["attr:queue/scheduler"] = std::string(v);
+  return Status::ok();
+}
+
+// --attr PATH=VALUE: a queue attribute set right after the device is created.
+Status apply_attr(BenchConfig& c, JobSpec&, std::string_view v) {
+  size_t eq = v.find('=');
+  if (eq == 0 || eq == std::string_view::npos)
+    return bad_value("attr", v, "expected PATH=VALUE, e.g. queue/nomerges=2");
+  c.device_params["attr:" + std::string(v.substr(0, eq))] = std::string(v.substr(eq + 1));
+  return Status::ok();
+}
+
+#define JOB_UINT(field, lo, hi)                                            \
+  [](BenchConfig&, JobSpec& j, std::string_view v) {                       \
+    return set_uint(#field, v, lo, hi, &j.field);                          \
+  }
+#define JOB_BOOL(key, field)                                               \
+  [](BenchConfig&, JobSpec& j, std::string_view v) { return set_bool(key, v, &j.field); }
+#define JOB_TIME(key, field)                                               \
+  [](BenchConfig&, JobSpec& j, std::string_view v) { return set_time(key, v, &j.field); }
+
+std::vector<OptionDef> make_defs() {
+  return {
+      {"name", nullptr, false, "job name",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         if (v.empty()) return bad_value("name", v, "must not be empty");
+         j.name = std::string(v);
+         return Status::ok();
+       }},
+      {"rw", "readwrite", false, "read, write, randread, randwrite, rw, randrw (default read)", apply_rw},
+      {"rwmixread", nullptr, false, "percent of reads in a mixed workload (default 50)",
+       JOB_UINT(rwmixread, 0, 100)},
+      {"rwmixwrite", nullptr, false, "percent of writes in a mixed workload", apply_rwmixwrite},
+      {"bs", "blocksize", false, "block size, k/m/g suffixes (default 4k)", apply_bs},
+      {"size", nullptr, false, "bytes per job (default: the device size)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("size", v, 1, &j.size); }},
+      {"offset", nullptr, false, "start offset in bytes (default 0)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("offset", v, 0, &j.offset); }},
+      {"iodepth", nullptr, false, "I/Os in flight per job (default 1)", JOB_UINT(iodepth, 1, 65536)},
+      {"iodepth_batch_submit", "iodepth_batch", false, "bios submitted together (default 1)",
+       JOB_UINT(iodepth_batch_submit, 1, 65536)},
+      {"iodepth_batch_complete", "iodepth_batch_complete_min", false,
+       "completions to wait for when reaping (default 1; 0 spins)", JOB_UINT(iodepth_batch_complete, 0, 65536)},
+      {"numjobs", nullptr, false, "threads running this job (default 1)", JOB_UINT(numjobs, 1, 4096)},
+      {"runtime", nullptr, false, "run time limit, seconds or with a suffix (5s, 1m)", JOB_TIME("runtime", runtime_ns)},
+      {"time_based", nullptr, true, "run for the whole runtime, wrapping around", JOB_BOOL("time_based", time_based)},
+      {"ramp_time", nullptr, false, "warm-up time excluded from statistics", JOB_TIME("ramp_time", ramp_ns)},
+      {"ioengine", nullptr, false, "io_uring (default), libaio, psync, sync", apply_ioengine},
+      {"hipri", nullptr, true, "polled I/O: reap with Queue::poll", JOB_BOOL("hipri", hipri)},
+      {"prio", nullptr, false, "I/O priority level 0-7", JOB_UINT(prio, 0, 7)},
+      {"prioclass", nullptr, false, "I/O priority class: 1 rt, 2 be, 3 idle", JOB_UINT(prioclass, 1, 3)},
+      {"gtod_reduce", nullptr, true, "no per-I/O clock reads (no latency statistics)",
+       JOB_BOOL("gtod_reduce", gtod_reduce)},
+      {"norandommap", nullptr, true, "purely random offsets (default: each block once per pass)",
+       JOB_BOOL("norandommap", norandommap)},
+      {"randrepeat", nullptr, true, "same random sequence every run (default 1)", JOB_BOOL("randrepeat", randrepeat)},
+      {"randseed", nullptr, false, "seed of the random generators", apply_randseed},
+      {"verify", nullptr, false, "crc32c: write, then read back and check every block", apply_verify},
+      {"thread", nullptr, true, "accepted for fio compatibility; jobs are always threads", JOB_BOOL("thread", thread)},
+      {"group_reporting", nullptr, true, "report all jobs as one",
+       [](BenchConfig& c, JobSpec&, std::string_view v) { return set_bool("group_reporting", v, &c.group_reporting); }},
+      {"output-format", nullptr, false, "normal (default) or json", apply_output_format},
+      {"output", nullptr, false, "write the report to FILE",
+       [](BenchConfig& c, JobSpec&, std::string_view v) {
+         c.output_file = std::string(v);
+         return Status::ok();
+       }},
+      {"driver", nullptr, false, "device driver (default null)", apply_driver},
+      {"scheduler", nullptr, false, "I/O scheduler (queue/scheduler)", apply_scheduler},
+      {"attr", nullptr, false, "queue attribute PATH=VALUE, repeatable", apply_attr},
+  };
+}
+
+bool is_bench_option(std::string_view key) {
+  for (const OptionDef& d : option_defs())
+    if (key == d.name || (d.alias && key == d.alias)) return true;
+  return false;
+}
+
+}  // namespace
+
+const char* rw_name(RwMode m) {
+  static const char* const kNames[] = {"read", "write", "randread", "randwrite", "rw", "randrw"};
+  return kNames[static_cast<int>(m)];
+}
+
+const char* engine_name(IoEngine e) {
+  static const char* const kNames[] = {"io_uring", "libaio", "psync", "sync"};
+  return kNames[static_cast<int>(e)];
+}
+
+const std::vector<OptionDef>& option_defs() {
+  static const std::vector<OptionDef> kDefs = make_defs();
+  return kDefs;
+}
+
+Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::string_view value) {
+  for (const OptionDef& d : option_defs()) {
+    if (key != d.name && !(d.alias && key == d.alias)) continue;
+    Status st = d.apply(cfg, job, value);
+    if (st) job.given.emplace_back(d.name, std::string(value));
+    return st;
+  }
+  // Driver parameters, by their own name or as DRIVER.NAME.
+  std::string_view pkey = key;
+  std::string prefix = cfg.driver + ".";
+  if (pkey.substr(0, prefix.size()) == prefix) pkey.remove_prefix(prefix.size());
+  for (const blkmq::ParamInfo& p : cfg.driver_param_info) {
+    if (pkey != p.name) continue;
+    cfg.device_params[p.name] = std::string(value);
+    job.given.emplace_back(std::string(key), std::string(value));
+    return Status::ok();
+  }
+  return Status::invalid("unknown option --" + std::string(key) + " (see blkmq bench --help)");
+}
+
+Status finalize_job(JobSpec& j) {
+  if (engine_is_sync(j.ioengine)) {
+    // One I/O at a time, as fio's psync/sync engines do.
+    j.iodepth = 1;
+  }
+  j.iodepth_batch_submit = std::min(j.iodepth_batch_submit, j.iodepth);
+  j.iodepth_batch_complete = std::min(j.iodepth_batch_complete, j.iodepth);
+  if (j.prio >= 0 && j.prioclass < 0) j.prioclass = 2;  // a level alone means best effort
+  if (j.prioclass >= 0 && j.prio < 0) j.prio = 4;       // the kernel's default level
+  if (j.offset % blkmq::kSectorSize != 0)
+    return Status::invalid("--offset=" + std::to_string(j.offset) + " is not a multiple of 512");
+  if (j.size != 0 && j.size < j.bs)
+    return Status::invalid("--size=" + std::to_string(j.size) + " is smaller than --bs=" + std::to_string(j.bs));
+  if (j.time_based && j.runtime_ns == 0)
+    return Status::invalid("--time_based needs --runtime");
+  if (j.verify != VerifyMode::none && j.bs < 64)
+    return Status::invalid("--verify needs --bs of at least 64 bytes");
+  return Status::ok();
+}
+
+bool parse_uint(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  uint64_t x = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (x > (std::numeric_limits<uint64_t>::max() - d) / 10) return false;
+    x = x * 10 + d;
+  }
+  *out = x;
+  return true;
+}
+
+namespace {
+
+// Splits "123suffix" into the number and the lower-cased suffix.
+bool split_number(std::string_view s, uint64_t* num, std::string* suffix) {
+  size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  if (i == 0 || !parse_uint(s.substr(0, i), num)) return false;
+  *suffix = lower(s.substr(i));
+  return true;
+}
+
+bool mul_checked(uint64_t a, uint64_t b, uint64_t* out) {
+  if (b != 0 && a > std::numeric_limits<uint64_t>::max() / b) return false;
+  *out = a * b;
+  return true;
+}
+
+}  // namespace
+
+bool parse_size(std::string_view s, uint64_t* out) {
+  uint64_t n = 0;
+  std::string suf;
+  if (!split_number(s, &n, &suf)) return false;
+  // fio's default kb_base=1024: k, kb, kib all mean 1024.
+  static const char kUnits[] = "kmgtp";
+  uint64_t mult = 1;
+  if (!suf.empty() && suf != "b") {
+    const char* p = std::strchr(kUnits, suf[0]);
+    if (p == nullptr || *p == '\0') return false;
+    std::string rest = suf.substr(1);
+    if (!rest.empty() && rest != "b" && rest != "ib") return false;
+    mult = uint64_t{1} << (10 * (p - kUnits + 1));
+  }
+  return mul_checked(n, mult, out);
+}
+
+bool parse_time_ns(std::string_view s, uint64_t* out) {
+  uint64_t n = 0;
+  std::string suf;
+  if (!split_number(s, &n, &suf)) return false;
+  static const std::map<std::string, uint64_t, std::less<>> kUnits = {
+      {"", 1000000000ull},    {"s", 1000000000ull},     {"sec", 1000000000ull},
+      {"ns", 1ull},           {"nsec", 1ull},           {"us", 1000ull},
+      {"usec", 1000ull},      {"ms", 1000000ull},       {"msec", 1000000ull},
+      {"m", 60000000000ull},  {"min", 60000000000ull},  {"h", 3600000000000ull},
+      {"hr", 3600000000000ull}, {"hour", 3600000000000ull}, {"d", 86400000000000ull}};
+  auto it = kUnits.find(suf);
+  return it != kUnits.end() && mul_checked(n, it->second, out);
+}
+
+bool parse_bool(std::string_view s, bool* out) {
+  std::string v = lower(s);
+  if (v == "1" || v == "true" || v == "yes" || v == "on") {
+    *out = true;
+  } else if (v == "0" || v == "false" || v == "no" || v == "off") {
+    *out = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string prescan_driver(int argc, const char* const* argv) {
+  std::string driver = "null";
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a.substr(0, 9) == "--driver=") {
+      driver = std::string(a.substr(9));
+    } else if (a == "--driver" && i + 1 < argc) {
+      driver = argv[++i];
+    }
+  }
+  return driver;
+}
+
+namespace {
+
+// Registers every bench option and driver parameter with CLI11; each value
+// lands in a string slot, applied afterwards through apply_option().
+struct CliSlots {
+  std::vector<std::pair<const OptionDef*, std::unique_ptr<std::string>>> opts;
+  std::vector<std::string> attrs;
+  std::vector<std::pair<std::string, std::unique_ptr<std::string>>> params;
+};
+
+void register_options(CLI::App& app, CliSlots& s, const std::string& driver,
+                      const std::vector<blkmq::ParamInfo>& params) {
+  for (const OptionDef& d : option_defs()) {
+    if (std::string_view(d.name) == "attr") {
+      app.add_option("--attr", s.attrs, d.help)->type_name("PATH=VALUE");
+      continue;
+    }
+    auto slot = std::make_unique<std::string>();
+    std::string names = std::string("--") + d.name + (d.alias ? std::string(",--") + d.alias : "");
+    if (d.flag) {
+      app.add_flag(names + "{1}", *slot, d.help);
+    } else {
+      app.add_option(names, *slot, d.help)->type_name("VALUE");
+    }
+    s.opts.emplace_back(&d, std::move(slot));
+  }
+  for (const blkmq::ParamInfo& p : params) {
+    std::string key = is_bench_option(p.name) ? driver + "." + p.name : p.name;
+    auto slot = std::make_unique<std::string>();
+    app.add_option("--" + key, *slot, driver + ": " + p.help + " (default " + p.default_value + ")")
+        ->type_name("VALUE")
+        ->group("Driver " + driver);
+    s.params.emplace_back(key, std::move(slot));
+  }
+}
+
+Status apply_slots(CLI::App& app, CliSlots& s, BenchConfig& cfg, JobSpec& job) {
+  for (auto& [def, val] : s.opts) {
+    if (app.get_option(std::string("--") + def->name)->count() == 0) continue;
+    Status st = apply_option(cfg, job, def->name, *val);
+    if (!st) return st;
+  }
+  for (const std::string& a : s.attrs) {
+    Status st = apply_option(cfg, job, "attr", a);
+    if (!st) return st;
+  }
+  for (auto& [key, val] : s.params) {
+    if (app.get_option("--" + key)->count() == 0) continue;
+    Status st = apply_option(cfg, job, key, *val);
+    if (!st) return st;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+ParseOutcome parse_bench_args(int argc, const char* const* argv,
+                              const std::vector<blkmq::ParamInfo>& driver_params, BenchConfig* cfg) {
+  ParseOutcome out;
+  BenchConfig c;
+  c.driver = prescan_driver(argc, argv);
+  c.driver_param_info = driver_params;
+  CLI::App app("Load generator for blkmq devices, with fio's option names.", "blkmq bench");
+  app.get_formatter()->column_width(40);
+  CliSlots slots;
+  register_options(app, slots, c.driver, driver_params);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out.message = app.help();
+    return out;
+  } catch (const CLI::ParseError& e) {
+    out.exit_code = 1;
+    out.message = std::string("blkmq bench: ") + e.what();
+    return out;
+  }
+  JobSpec job;
+  Status st = apply_slots(app, slots, c, job);
+  if (st) st = finalize_job(job);
+  if (!st) {
+    out.exit_code = 1;
+    out.message = "blkmq bench: " + st.message();
+    return out;
+  }
+  c.jobs.push_back(std::move(job));
+  *cfg = std::move(c);
+  out.proceed = true;
+  return out;
+}
+
+}  // namespace bench

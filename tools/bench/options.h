@@ -1,0 +1,130 @@
+// blkmq bench options: fio's names and value syntax, parsed into a
+// BenchConfig (run-wide settings plus one JobSpec per job section).
+//
+// Every option is applied by one function of (key, value), so the command
+// line, a later fio job file ([global] + [job] sections) and a later
+// `--cycle` option all share the same parsing and validation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "blkmq/device.h"
+#include "blkmq/status.h"
+
+namespace bench {
+
+using blkmq::Status;
+
+enum class RwMode : uint8_t { read, write, randread, randwrite, rw, randrw };
+enum class IoEngine : uint8_t { io_uring, libaio, psync, sync };
+enum class VerifyMode : uint8_t { none, crc32c };
+enum class OutputFormat : uint8_t { normal, json };
+
+constexpr bool rw_is_random(RwMode m) {
+  return m == RwMode::randread || m == RwMode::randwrite || m == RwMode::randrw;
+}
+constexpr bool rw_has_reads(RwMode m) {
+  return m != RwMode::write && m != RwMode::randwrite;
+}
+constexpr bool rw_has_writes(RwMode m) {
+  return m != RwMode::read && m != RwMode::randread;
+}
+constexpr bool engine_is_sync(IoEngine e) { return e == IoEngine::psync || e == IoEngine::sync; }
+
+const char* rw_name(RwMode m);
+const char* engine_name(IoEngine e);
+
+// One job section. numjobs clones of it run, each in its own thread.
+struct JobSpec {
+  std::string name = "job";
+  RwMode rw = RwMode::read;
+  unsigned rwmixread = 50;           // percent of reads for rw/randrw
+  uint32_t bs = 4096;
+  uint64_t size = 0;                 // 0: the device size minus offset
+  uint64_t offset = 0;
+  unsigned iodepth = 1;
+  unsigned iodepth_batch_submit = 1;
+  unsigned iodepth_batch_complete = 1;  // fio's iodepth_batch_complete_min; 0 = spin
+  unsigned numjobs = 1;
+  uint64_t runtime_ns = 0;           // 0: no limit
+  bool time_based = false;
+  uint64_t ramp_ns = 0;
+  IoEngine ioengine = IoEngine::io_uring;
+  bool hipri = false;
+  int prio = -1;                     // -1: not given
+  int prioclass = -1;
+  bool gtod_reduce = false;
+  bool norandommap = false;
+  bool randrepeat = true;
+  bool randseed_given = false;
+  uint64_t randseed = 0x89;          // fio's default seed
+  VerifyMode verify = VerifyMode::none;
+  bool thread = true;                // always threads; option accepted for fio
+  // Options as the user gave them, for the JSON "job options" object.
+  std::vector<std::pair<std::string, std::string>> given;
+};
+
+// Run-wide settings: device, output, reporting.
+struct BenchConfig {
+  std::string driver = "null";
+  blkmq::ParamMap device_params;     // driver parameters and "attr:PATH"
+  std::vector<blkmq::ParamInfo> driver_param_info;  // what the driver accepts
+  OutputFormat output_format = OutputFormat::normal;
+  std::string output_file;           // empty: stdout
+  bool group_reporting = false;
+  std::vector<JobSpec> jobs;
+};
+
+// How an option is named and parsed. `flag` options take an optional value on
+// the command line (--time_based or --time_based=0).
+struct OptionDef {
+  const char* name;
+  const char* alias;  // nullptr if none
+  bool flag;
+  const char* help;
+  Status (*apply)(BenchConfig& cfg, JobSpec& job, std::string_view value);
+};
+
+// The table of bench options (not driver parameters).
+const std::vector<OptionDef>& option_defs();
+
+// Applies one option: a bench option from option_defs(), or a driver
+// parameter listed in cfg.driver_param_info (stored in cfg.device_params).
+// Unknown keys and bad values give an error naming them; nothing changes then.
+Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::string_view value);
+
+// Cross-option checks and derived values (sync engines force iodepth 1,
+// batch sizes are capped at iodepth, prio without class means best effort).
+// Run after all options of a job are applied.
+Status finalize_job(JobSpec& job);
+
+// Value parsers, fio style. Sizes take k/m/g/t/p suffixes (base 1024, an
+// optional "b"/"ib"); times default to seconds and take us/ms/s/m/h/d.
+bool parse_size(std::string_view s, uint64_t* out);
+bool parse_time_ns(std::string_view s, uint64_t* out);
+bool parse_bool(std::string_view s, bool* out);
+bool parse_uint(std::string_view s, uint64_t* out);
+
+// Finds --driver=NAME / --driver NAME in argv (default "null"), so the
+// driver's parameters can be registered before the full parse.
+std::string prescan_driver(int argc, const char* const* argv);
+
+// Result of parsing a command line.
+struct ParseOutcome {
+  int exit_code = 0;      // meaningful when !proceed: 0 for --help, 1 on error
+  bool proceed = false;   // true: cfg is valid, run it
+  std::string message;    // help text or error message
+};
+
+// Parses `blkmq bench` arguments (argv[0] is the subcommand name) with the
+// given driver parameters registered as --NAME options. A driver parameter
+// whose name is also a bench option is reachable as --DRIVER.NAME.
+ParseOutcome parse_bench_args(int argc, const char* const* argv,
+                              const std::vector<blkmq::ParamInfo>& driver_params,
+                              BenchConfig* cfg);
+
+}  // namespace bench

@@ -1,0 +1,51 @@
+// Run reports: fio's normal text layout and fio's JSON field names, so tools
+// that read fio output read ours. Pure functions of a RunReport: no device,
+// no clock.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "blkmq/queue.h"
+#include "blkmq/threads.h"
+#include "bench/stats.h"
+
+namespace bench {
+
+using ThreadUsageMap = std::map<std::string, blkmq::ThreadGroupUsage>;
+
+struct RunReport {
+  std::vector<JobResult> jobs;    // one per job thread, in start order
+  bool group_reporting = false;   // report each group of jobs as one
+  uint64_t run_ns = 0;            // wall time of the measured part of the run
+  int64_t timestamp_ms = 0;       // wall clock at the end, ms since the epoch
+  int pid = 0;
+  std::string driver;
+  std::string device_name;        // the "disk" in Disk stats
+  bool have_disk = false;
+  blkmq::DiskStat disk{};         // delta over the run
+  ThreadUsageMap threads;         // delta over the run
+};
+
+// Per-group deltas of blkmq::thread_usage() snapshots. nr_threads is the
+// after value; counters that went down (threads exited) count as 0.
+ThreadUsageMap thread_usage_delta(const ThreadUsageMap& before, const ThreadUsageMap& after);
+blkmq::DiskStat disk_stat_delta(const blkmq::DiskStat& before, const blkmq::DiskStat& after);
+
+// The jobs as reported: merged per group with group_reporting, else as is.
+std::vector<JobResult> reported_jobs(const RunReport& r);
+
+std::string format_normal(const RunReport& r);
+nlohmann::ordered_json to_json(const RunReport& r);
+std::string format_json(const RunReport& r);  // to_json, pretty-printed, newline-terminated
+
+// fio's num2str: at most 4 significant characters, then a unit prefix
+// (k/M/G for base 1000, Ki/Mi/Gi for base 1024). num2str(9.87e9, 1024) is
+// "9414Mi"; the caller appends "B" or "B/s".
+std::string num2str(double v, unsigned base);
+
+}  // namespace bench

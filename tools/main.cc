@@ -1,0 +1,37 @@
+// The `blkmq` command: one binary, one subcommand per tool. Adding a tool is
+// one row in kCommands.
+#include <cstdio>
+#include <cstring>
+
+#include "bench/bench.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*main)(int argc, char** argv);  // argv[0] is the subcommand name
+};
+
+constexpr Command kCommands[] = {
+    {"bench", "load generator with fio's options and output (blkmq bench --help)", bench::bench_main},
+};
+
+int usage(FILE* out) {
+  std::fprintf(out, "usage: blkmq <command> [options]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\nblkmq <command> --help shows the options of a command.\n");
+  return out == stdout ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage(stderr);
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "help") == 0)
+    return usage(stdout);
+  for (const Command& c : kCommands)
+    if (std::strcmp(argv[1], c.name) == 0) return c.main(argc - 1, argv + 1);
+  std::fprintf(stderr, "blkmq: unknown command '%s'\n", argv[1]);
+  return usage(stderr);
+}
