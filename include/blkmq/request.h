@@ -62,6 +62,7 @@ struct alignas(64) Request {
   std::atomic<RqState> state{RqState::idle};
   std::atomic<int> ref{0};     // pins the request for tag iteration and timeouts
   std::atomic<uint8_t> timed_out{0};  // the timeout handler ran for this issue
+  std::atomic<uint8_t> acct{0};       // counted in flight: 1 read, 2 write (inflight, io_ticks)
   uint64_t deadline_ns = 0;    // timeout deadline (monotonic ns), 0 = none
   uint32_t timeout_ms = 0;     // 0: the queue's io_timeout
   uint16_t requeue_count = 0;

@@ -1,12 +1,32 @@
 // Per-CPU storage: one cache-line-aligned slot per possible CPU.
 #pragma once
 
+#include <sys/rseq.h>
+
 #include <memory>
 
 namespace blkmq::base {
 
 unsigned possible_cpus();   // number of CPU ids (from sysconf, at least 1)
-unsigned this_cpu();        // sched_getcpu() clamped to possible_cpus()
+unsigned this_cpu_slow();   // sched_getcpu() clamped to possible_cpus()
+
+// Read once at static initialisation so this_cpu() needs no guard.
+inline const unsigned g_possible_cpus = possible_cpus();
+
+// The calling thread's CPU. glibc registers rseq for every thread: the
+// kernel keeps cpu_id_start current in the thread's rseq area, so this is
+// one load (sched_getcpu() would be a call plus the same load). Falls back
+// to sched_getcpu() where rseq is not registered.
+inline unsigned this_cpu() {
+  if (__builtin_expect(__rseq_size > 0, 1)) {
+    auto* rs = reinterpret_cast<const volatile struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) +
+                                                             __rseq_offset);
+    const unsigned c = rs->cpu_id_start;
+    const unsigned n = g_possible_cpus;
+    return __builtin_expect(c < n, 1) ? c : (n ? c % n : 0);
+  }
+  return this_cpu_slow();
+}
 
 template <typename T>
 class PerCpu {

@@ -52,7 +52,7 @@ unsigned SbitmapQueue::calc_wake_batch(unsigned depth) const {
 
 // This CPU's hint, re-randomised if a resize left it out of range.
 std::atomic<unsigned>& SbitmapQueue::hint_slot(unsigned depth, unsigned* hint) {
-  std::atomic<unsigned>& slot = alloc_hint_[this_cpu() % nr_hints_];
+  std::atomic<unsigned>& slot = alloc_hint_[this_cpu()];
   unsigned h = slot.load(std::memory_order_relaxed);
   if (h >= depth) {
     h = depth ? initial_hint(h, depth) : 0;
@@ -140,7 +140,7 @@ void SbitmapQueue::clear_batch(const int* bits, unsigned nr, int offset) {
   if (ws_active_.load(std::memory_order_seq_cst)) wake_up(nr);
   unsigned last = static_cast<unsigned>(bits[nr - 1] - offset);
   if (!round_robin_ && last < sb_.depth())
-    alloc_hint_[this_cpu() % nr_hints_].store(last, std::memory_order_relaxed);
+    alloc_hint_[this_cpu()].store(last, std::memory_order_relaxed);
 }
 
 // Counts frees globally and issues one batch wake-up per wake_batch frees.

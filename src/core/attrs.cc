@@ -68,13 +68,10 @@ std::string show_stat(const QueueImpl* q) {
 }
 
 std::string show_inflight(const QueueImpl* q) {
-  int64_t r = 0, w = 0;
-  for (unsigned c = 0; c < q->stats_.size(); c++) {
-    r += q->stats_[c].in_flight[0].load(std::memory_order_relaxed);
-    w += q->stats_[c].in_flight[1].load(std::memory_order_relaxed);
-  }
+  uint64_t in[2];
+  count_inflight(q, in);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%8lld %8lld", (long long)std::max<int64_t>(r, 0), (long long)std::max<int64_t>(w, 0));
+  std::snprintf(buf, sizeof buf, "%8llu %8llu", (unsigned long long)in[0], (unsigned long long)in[1]);
   return buf;
 }
 

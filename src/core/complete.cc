@@ -7,21 +7,22 @@
 namespace blkmq {
 namespace {
 
-// io_ticks: time the device had I/O in flight, updated at most once per
-// coarse clock tick, as the kernel does once per jiffy.
-void update_io_ticks(QueueImpl* q, bool end) {
-  const uint64_t now = coarse_now_ns();
+// io_ticks: time the device had I/O in flight. The stamp moves in ticks of
+// 2^22 ns (~4 ms, the jiffy of a HZ=250 kernel), so the shared stamp is
+// written at most once per tick, and only then are requests counted.
+constexpr unsigned kTickShift = 22;
+
+void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool end) {
+  const uint64_t now = now_ns >> kTickShift;
   uint64_t stamp = q->stamp_ns_.load(std::memory_order_relaxed);
   if (now <= stamp || !q->stamp_ns_.compare_exchange_strong(stamp, now)) return;
   bool busy = end;
   if (!busy) {
-    int64_t inflight = 0;
-    for (unsigned c = 0; c < q->stats_.size(); c++)
-      inflight += q->stats_[c].in_flight[0].load(std::memory_order_relaxed) +
-                  q->stats_[c].in_flight[1].load(std::memory_order_relaxed);
-    busy = inflight > 0;
+    uint64_t in[2];
+    count_inflight(q, in);
+    busy = in[0] + in[1] > 0;
   }
-  q->io_ticks_ns_.fetch_add(busy ? now - stamp : 0, std::memory_order_relaxed);
+  if (busy) q->io_ticks_ns_.fetch_add((now - stamp) << kTickShift, std::memory_order_relaxed);
 }
 
 void account_io_done(Request* rq, uint64_t now) {
@@ -30,8 +31,8 @@ void account_io_done(Request* rq, uint64_t now) {
   const unsigned g = stat_group(rq->op);
   st.ios[g].fetch_add(1, std::memory_order_relaxed);
   st.nsecs[g].fetch_add(now > rq->start_time_ns ? now - rq->start_time_ns : 0, std::memory_order_relaxed);
-  st.in_flight[rq->is_write() ? 1 : 0].fetch_sub(1, std::memory_order_relaxed);
-  update_io_ticks(q, true);
+  rq->acct.store(0, std::memory_order_relaxed);
+  update_io_ticks(q, now, true);
 }
 
 bool need_ipi(const QueueImpl* q, unsigned cpu, unsigned submit_cpu) {
@@ -69,8 +70,8 @@ void account_io_start(Request* rq) {
   if (!q->tun_.iostats.load(std::memory_order_relaxed)) return;
   rq->rq_flags |= kRqfIoStat;
   rq->start_time_ns = blk_time_get_ns();
-  q->stats_[base::this_cpu()].in_flight[rq->is_write() ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
-  update_io_ticks(q, false);
+  rq->acct.store(rq->is_write() ? 2 : 1, std::memory_order_relaxed);
+  update_io_ticks(q, rq->start_time_ns, false);
 }
 
 void start_request(Request* rq) {
@@ -78,7 +79,7 @@ void start_request(Request* rq) {
   if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = precise_now_ns();
   set_deadline(rq);
   if (rq->tag >= 0) h->tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_relaxed);
-  rq->state.store(RqState::in_flight, std::memory_order_seq_cst);
+  rq->state.store(RqState::in_flight, std::memory_order_release);
   arm_timer_for(rq);
 }
 

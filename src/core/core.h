@@ -68,6 +68,9 @@ class CtxMap {
     if (!(w.load(std::memory_order_relaxed) & m)) w.fetch_or(m, std::memory_order_release);
   }
   void clear(unsigned bit) { words_[bit >> 6].fetch_and(~(1ull << (bit & 63)), std::memory_order_release); }
+  bool test(unsigned bit) const {
+    return words_[bit >> 6].load(std::memory_order_acquire) & (1ull << (bit & 63));
+  }
   bool any() const;
   // Calls fn(bit) for each set bit starting at `from`, wrapping around;
   // fn returns false to stop.
@@ -192,7 +195,6 @@ struct PartStat {
   std::atomic<uint64_t> merges[4];
   std::atomic<uint64_t> sectors[4];
   std::atomic<uint64_t> nsecs[4];
-  std::atomic<int64_t> in_flight[2];  // read, write
 };
 inline unsigned stat_group(ReqOp op) {
   switch (op) {
@@ -306,6 +308,10 @@ bool get_driver_tag(Request* rq);
 void put_driver_tag(Request* rq);
 void tag_busy(HwCtxImpl* hctx);
 void tag_idle(HwCtxImpl* hctx);
+// Requests of q being accounted, by direction (the kernel walks tags too).
+void count_inflight(const QueueImpl* q, uint64_t out[2]);
+bool rq_pin(Request* rq);
+void rq_unpin(Request* rq);
 HctxType hctx_type_for(ReqOp op, uint32_t cmd_flags);
 
 // dispatch.cc

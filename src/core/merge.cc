@@ -82,7 +82,12 @@ bool attempt_plug_merge(QueueImpl* q, Bio* bio, unsigned nr_segs) {
 }
 
 bool ctx_bio_merge(QueueImpl* q, SwCtx* ctx, HctxType type, Bio* bio, unsigned nr_segs) {
-  ListNode& list = ctx->rq_lists[static_cast<unsigned>(type)];
+  // The ctx's bit in its hctx's ctx_map is set (under ctx->lock) whenever
+  // the list is non-empty: an empty list is skipped without the lock.
+  HwCtxImpl* h = ctx->hctxs[static_cast<unsigned>(type)];
+  const unsigned ht = static_cast<unsigned>(h->type);
+  if (!h->ctx_map.test(ctx->index_hw[ht])) return false;
+  ListNode& list = ctx->rq_lists[ht];
   bool merged = false;
   ctx->lock.lock();
   unsigned scanned = 0;

@@ -253,7 +253,6 @@ DiskStat Queue::disk_stat() const {
   const QueueImpl* q = to_impl(this);
   DiskStat d{};
   uint64_t ios[4] = {}, merges[4] = {}, sectors[4] = {}, nsecs[4] = {};
-  int64_t inflight = 0;
   for (unsigned c = 0; c < q->stats_.size(); c++) {
     const PartStat& p = q->stats_[c];
     for (int g = 0; g < 4; g++) {
@@ -262,14 +261,15 @@ DiskStat Queue::disk_stat() const {
       sectors[g] += p.sectors[g].load(std::memory_order_relaxed);
       nsecs[g] += p.nsecs[g].load(std::memory_order_relaxed);
     }
-    inflight += p.in_flight[0].load(std::memory_order_relaxed) + p.in_flight[1].load(std::memory_order_relaxed);
   }
   const uint64_t ms = 1000000;
   d.read_ios = ios[0], d.read_merges = merges[0], d.read_sectors = sectors[0], d.read_ticks_ms = nsecs[0] / ms;
   d.write_ios = ios[1], d.write_merges = merges[1], d.write_sectors = sectors[1], d.write_ticks_ms = nsecs[1] / ms;
   d.discard_ios = ios[2], d.discard_merges = merges[2], d.discard_sectors = sectors[2], d.discard_ticks_ms = nsecs[2] / ms;
   d.flush_ios = ios[3], d.flush_ticks_ms = nsecs[3] / ms;
-  d.in_flight = inflight > 0 ? static_cast<uint64_t>(inflight) : 0;
+  uint64_t in[2];
+  count_inflight(q, in);
+  d.in_flight = in[0] + in[1];
   d.io_ticks_ms = q->io_ticks_ns_.load(std::memory_order_relaxed) / ms;
   d.time_in_queue_ms = (nsecs[0] + nsecs[1] + nsecs[2] + nsecs[3]) / ms;
   return d;

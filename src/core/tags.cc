@@ -1,6 +1,8 @@
 // Tag maps, request allocation and freeing, driver tags and fair sharing of
 // tags between the active queues of a tag set (blk-mq-tag.c, part of blk-mq.c).
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 #include <new>
 
 #include "base/sbitmap.h"
@@ -135,8 +137,8 @@ void init_rq(AllocData& d, Tags* tags, int tag) {
     rq->internal_tag = kNoTag;
     inc_active(d.hctx);
   }
-  rq->ref.store(1, std::memory_order_relaxed);
   rq->timed_out.store(0, std::memory_order_relaxed);
+  rq->acct.store(0, std::memory_order_relaxed);
   rq->flush_seq = 0;
   rq->budget_token = -1;
   rq->bio = rq->biotail = nullptr;
@@ -157,6 +159,8 @@ void init_rq(AllocData& d, Tags* tags, int tag) {
   rq->fifo_time = 0;
   if ((d.rq_flags & kRqfUseSched) && d.q->elevator_->type->ops.prepare_request)
     d.q->elevator_->type->ops.prepare_request(rq);
+  // Published last: a tag iterator that pins the request sees it whole.
+  rq->ref.store(1, std::memory_order_release);
 }
 
 }  // namespace
@@ -175,6 +179,40 @@ void tag_idle(HwCtxImpl* hctx) {
   if (!(owner->state.fetch_and(~kHctxTagActive) & kHctxTagActive)) return;
   unsigned users = hctx->tags->active_queues.fetch_sub(1) - 1;
   hctx->tags->bitmap_tags.recalculate_wake_batch(users ? users : 1);
+}
+
+bool rq_pin(Request* rq) {
+  int r = rq->ref.load(std::memory_order_relaxed);
+  while (r > 0)
+    if (rq->ref.compare_exchange_weak(r, r + 1, std::memory_order_acquire)) return true;
+  return false;
+}
+
+void rq_unpin(Request* rq) {
+  if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq);
+}
+
+void count_inflight(const QueueImpl* q, uint64_t out[2]) {
+  out[0] = out[1] = 0;
+  std::vector<const Tags*> seen;
+  for (unsigned i = 0; i < q->nr_hw_queues_; i++) {
+    const HwCtxImpl* h = q->hctx(i);
+    const Tags* t = q->elevator_ ? h->sched_tags : h->tags;
+    if (!t || std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
+    seen.push_back(t);
+    auto visit = [&](unsigned tag) {
+      Request* rq = t->static_rqs[tag];
+      if (!rq_pin(rq)) return true;
+      if (rq->q == q) {
+        const uint8_t a = rq->acct.load(std::memory_order_relaxed);
+        if (a) out[a - 1]++;
+      }
+      rq_unpin(rq);
+      return true;
+    };
+    t->breserved_tags.bitmap().for_each_set(visit);
+    t->bitmap_tags.bitmap().for_each_set([&](unsigned b) { return visit(b + t->nr_reserved); });
+  }
 }
 
 Request* alloc_request(AllocData& d) {

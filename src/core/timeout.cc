@@ -31,17 +31,6 @@ void arm_queue_timer(QueueImpl* q, uint64_t expiry) {
   q->timeout_expiry_.store(q->timeout_timer_.expires(), std::memory_order_seq_cst);
 }
 
-bool rq_pin(Request* rq) {
-  int r = rq->ref.load(std::memory_order_relaxed);
-  while (r > 0)
-    if (rq->ref.compare_exchange_weak(r, r + 1, std::memory_order_acquire)) return true;
-  return false;
-}
-
-void rq_unpin(Request* rq) {
-  if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq);
-}
-
 // Collects the in-flight requests of q held in one tag map; pinned.
 void collect(QueueImpl* q, Tags* tags, std::vector<Request*>* out) {
   auto visit = [&](unsigned tag) {
@@ -61,12 +50,12 @@ void collect(QueueImpl* q, Tags* tags, std::vector<Request*>* out) {
 void set_deadline(Request* rq) {
   QueueImpl* q = to_impl(rq->q);
   const uint64_t timeout_ms = rq->timeout_ms ? rq->timeout_ms : q->tun_.io_timeout_ms.load(std::memory_order_relaxed);
-  rq->deadline_ns = coarse_now_ns() + timeout_ms * 1000000ull;
+  rq->deadline_ns = blk_time_get_ns() + timeout_ms * 1000000ull;
 }
 
 void arm_timer_for(Request* rq) {
   QueueImpl* q = to_impl(rq->q);
-  const uint64_t now = coarse_now_ns();
+  const uint64_t now = rq->deadline_ns - std::min<uint64_t>(rq->deadline_ns, 1000000ull * (rq->timeout_ms ? rq->timeout_ms : q->tun_.io_timeout_ms.load(std::memory_order_relaxed)));
   uint64_t expiry = std::min(round_up_sec(rq->deadline_ns), now + kMaxTimeoutNs);
   if (rq->deadline_ns - std::min(rq->deadline_ns, now) < kSecNs) expiry = rq->deadline_ns;  // short timeouts fire on time
   arm_queue_timer(q, expiry);
@@ -87,7 +76,7 @@ void timeout_timer_fired(QueueImpl* q) {
 
 void timeout_work_fn(Work* w) {
   auto* q = static_cast<QueueImpl*>(w->data);
-  const uint64_t now = coarse_now_ns();
+  const uint64_t now = precise_now_ns();
   std::vector<Request*> inflight;
   std::vector<Tags*> seen;
   for (unsigned i = 0; i < q->nr_hw_queues_; i++) {
@@ -113,7 +102,12 @@ void timeout_work_fn(Work* w) {
     rq_unpin(rq);
   }
   if (next) {
-    arm_queue_timer(q, std::max(next, coarse_now_ns()));
+    arm_queue_timer(q, std::max(next, precise_now_ns()));
+  } else if (q->usage_sum() > 0) {
+    // Requests exist but none was seen in flight: one may have been started
+    // while this scan ran (start_request publishes its state without a
+    // full barrier). Look again within BLK_MAX_TIMEOUT.
+    arm_queue_timer(q, precise_now_ns() + kMaxTimeoutNs);
   } else {
     for (unsigned i = 0; i < q->nr_hw_queues_; i++) tag_idle(q->hctx(i));
   }
