@@ -74,8 +74,9 @@ struct DriverOps {
   // rq->budget_token), or -1 when none is available. The core puts the
   // budget back for requests it does not issue (busy returns, leftovers);
   // for issued requests the driver puts it when the request completes and
-  // then reruns the queue (run_hw_queues(q, true)), since the core's own
-  // restart only follows tag frees (and a 3 ms delayed rerun).
+  // reruns the queue (run_hw_queues(q, true)) before it ends the request
+  // (a queue may be torn down once its last request ended), since the
+  // core's own restart only follows tag frees (and a 3 ms delayed rerun).
   int (*get_budget)(Queue* q) = nullptr;
   void (*put_budget)(Queue* q, int token) = nullptr;
   // Optional. A request passed its deadline (queue/io_timeout).

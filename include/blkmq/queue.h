@@ -78,6 +78,20 @@ class Queue {
   // Returns the number of completions found. Task context.
   int poll(const Bio* bio);
 
+  // Driver-private ("passthrough") commands, as blk_mq_alloc_request and
+  // blk_execute_rq: a request with no bio that bypasses merging and the
+  // scheduler and goes to the head of the hctx dispatch list. `reserved`
+  // takes a tag from TagSetConfig::reserved_tags (never starved by normal
+  // I/O); `nowait` returns nullptr instead of sleeping for a tag. Set
+  // rq->end_io before execute_request_nowait; it runs once when the driver
+  // ends the request (return true to have the core free it). Task context.
+  Request* alloc_request(ReqOp op, bool reserved = false, bool nowait = false);
+  void execute_request_nowait(Request* rq);
+  // Issues the request and waits for it; the request is freed on return.
+  BlkStatus execute_request(Request* rq);
+  // Frees a request from alloc_request that was never executed.
+  void free_request(Request* rq);
+
   // Synchronous helpers: build a bio, submit, wait. Task context; sleeps.
   BlkStatus read_sync(void* buf, uint64_t offset, uint32_t len);
   BlkStatus write_sync(const void* buf, uint64_t offset, uint32_t len, uint32_t flags = 0);

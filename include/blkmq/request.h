@@ -33,6 +33,7 @@ enum RqFlag : uint32_t {
   kRqfMixedMerge = 1u << 9,
   kRqfElvHashed = 1u << 10,  // in the elevator's back-merge hash
   kRqfNoMerge = 1u << 11,    // no further merges into this request
+  kRqfPassthrough = 1u << 12,  // a driver-private command (Queue::alloc_request)
 };
 
 // Requests live in per-tag arrays allocated when the tag set or scheduler is

@@ -182,15 +182,39 @@ void complete_request_direct(Request* rq, void (*fn)(Request*)) {
   fn(rq);
 }
 
+// As blk_mq_add_to_batch: errors, scheduler requests and requests with an
+// end_io callback take the ordinary path.
 bool add_to_batch(Request* rq, IoCompBatch* iob, BlkStatus st) {
-  if (rq->end_io) return false;
+  if (!iob || st != BlkStatus::ok || rq->end_io || (rq->rq_flags & (kRqfSchedTags | kRqfResv | kRqfFlushSeq)))
+    return false;
   rq->status = st;
   iob->reqs.push_back(rq);
   return true;
 }
 
+// blk_mq_end_request_batch: ends each request, then returns driver tags and
+// usage references in groups of up to 32 per hctx.
 void end_request_batch(IoCompBatch* iob) {
-  while (Request* rq = iob->reqs.pop_front()) end_request(rq, rq->status);
+  constexpr unsigned kTagCompBatch = 32;
+  int tags[kTagCompBatch];
+  unsigned nr = 0;
+  HwCtxImpl* cur = nullptr;
+  while (Request* rq = iob->reqs.pop_front()) {
+    rq->state.store(RqState::complete, std::memory_order_relaxed);
+    while (update_request(rq, rq->status, rq->data_len)) {
+    }
+    if (rq->rq_flags & kRqfIoStat) account_io_done(rq, blk_time_get_ns());
+    rq->state.store(RqState::idle, std::memory_order_relaxed);
+    if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;  // a tag iterator holds it
+    HwCtxImpl* h = to_impl(rq->mq_hctx);
+    if (nr == kTagCompBatch || (cur && cur != h)) {
+      free_tags_batch(cur, tags, nr);
+      nr = 0;
+    }
+    cur = h;
+    tags[nr++] = rq->tag;
+  }
+  if (cur) free_tags_batch(cur, tags, nr);
 }
 
 void requeue_request(Request* rq, bool kick) {

@@ -118,7 +118,7 @@ struct HwCtxImpl : HwCtx {
   std::atomic<uint32_t> state{0};
   CtxMap ctx_map;
   std::vector<SwCtx*> ctxs;
-  unsigned dispatch_from = 0;
+  std::atomic<unsigned> dispatch_from{0};  // racy by design, as in the kernel
   std::atomic<unsigned> dispatch_busy{0};
   Tags* tags = nullptr;         // driver tags (maybe shared)
   Tags* sched_tags = nullptr;   // scheduler tags (with an elevator)
@@ -169,7 +169,10 @@ class TagSetImpl final : public TagSet {
   std::vector<std::unique_ptr<Tags>> retired_tags_;  // kept until the set dies
   std::mutex lock_;                   // tag_list, updates
   std::vector<QueueImpl*> queues_;
-  bool queue_shared_ = false;         // TAG_QUEUE_SHARED: >1 queue
+  // TAG_QUEUE_SHARED: more than one queue. Flipped only with every other
+  // queue of the set frozen, so per-queue active counts stay balanced.
+  std::atomic<bool> queue_shared_{false};
+  void set_queue_shared(bool shared, QueueImpl* except);
   std::mutex update_lock_;
 };
 
@@ -304,6 +307,8 @@ struct AllocData {
 };
 Request* alloc_request(AllocData& data);
 void free_request(Request* rq);
+// Returns a batch of driver tags of one hctx and their usage references.
+void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr);
 bool get_driver_tag(Request* rq);
 void put_driver_tag(Request* rq);
 void tag_busy(HwCtxImpl* hctx);

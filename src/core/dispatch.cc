@@ -22,7 +22,7 @@ Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n)
 bool stopped(const HwCtxImpl* h) { return h->state.load(std::memory_order_acquire) & kHctxStopped; }
 
 bool shared_driver_tags(const HwCtxImpl* h) {
-  return h->q->set_->queue_shared_ || h->q->set_->shared_hctx_tags();
+  return h->q->set_->queue_shared_.load(std::memory_order_relaxed) || h->q->set_->shared_hctx_tags();
 }
 
 bool has_pending(HwCtxImpl* h) {
@@ -266,7 +266,7 @@ Request* dequeue_from_ctx(HwCtxImpl* h, unsigned start) {
 // Round-robin one request at a time over the busy ctxs (dispatch_busy).
 int do_dispatch_ctx(HwCtxImpl* h) {
   QueueImpl* q = h->q;
-  unsigned from = h->dispatch_from;
+  unsigned from = h->dispatch_from.load(std::memory_order_relaxed);
   int ret = 0;
   ListNode list;
   do {
@@ -287,7 +287,7 @@ int do_dispatch_ctx(HwCtxImpl* h) {
     list.push_back(&rq->queuelist);
     from = (rq->mq_ctx->index_hw[static_cast<unsigned>(h->type)] + 1) % std::max(1u, h->ctx_map.size());
   } while (dispatch_rq_list(h, &list, false));
-  h->dispatch_from = from;
+  h->dispatch_from.store(from, std::memory_order_relaxed);
   return ret;
 }
 
@@ -528,8 +528,10 @@ void run_hw_queues_impl(QueueImpl* q, bool async) {
 void insert_request(Request* rq, uint32_t flags) {
   HwCtxImpl* h = to_impl(rq->mq_hctx);
   QueueImpl* q = h->q;
-  if (rq->rq_flags & kRqfFlushSeq) {
-    request_bypass_insert(rq, kInsertAtHead);  // flushes go to the head of hctx->dispatch
+  if (rq->rq_flags & (kRqfFlushSeq | kRqfPassthrough)) {
+    // Flushes and driver commands go to the head of hctx->dispatch: the
+    // device may refuse normal I/O until such a command ran.
+    request_bypass_insert(rq, kInsertAtHead);
     return;
   }
   if (q->elevator_ && (rq->rq_flags & kRqfUseSched)) {

@@ -52,12 +52,14 @@ class Kblockd {
       }
       while (item) {
         Work* next = item->next;
-        item->running.store(1, std::memory_order_relaxed);
+        // Counted, not flagged: once pending is clear the item may be queued
+        // and run on another CPU's worker while this run goes on.
+        item->running.fetch_add(1, std::memory_order_relaxed);
         // Clearing pending before running lets the item be queued again
         // while it runs, so no request for a run is lost.
         item->pending.store(0, std::memory_order_seq_cst);
         item->fn(item);
-        item->running.store(0, std::memory_order_release);
+        item->running.fetch_sub(1, std::memory_order_release);
         item = next;
       }
     }

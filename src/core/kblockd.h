@@ -15,7 +15,7 @@ struct Work {
   void (*fn)(Work*) = nullptr;
   void* data = nullptr;  // the owner, for fn
   std::atomic<uint32_t> pending{0};
-  std::atomic<uint32_t> running{0};
+  std::atomic<uint32_t> running{0};  // executions in progress
   Work* next = nullptr;
 };
 

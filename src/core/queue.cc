@@ -115,7 +115,7 @@ Status QueueImpl::init() {
   timeout_timer_.init(&base::TimerThread::global(), [this] { timeout_timer_fired(this); });
   fq_ = flush_queue_alloc(this);
   set_->queues_.push_back(this);
-  if (set_->queues_.size() > 1) set_->queue_shared_ = true;
+  if (set_->queues_.size() > 1) set_->set_queue_shared(true, this);
   return Status::ok();
 }
 
@@ -196,9 +196,9 @@ QueueImpl::~QueueImpl() {
     std::lock_guard<std::mutex> g(set_->lock_);
     exit_hctxs();
     auto& v = set_->queues_;
-    v.erase(std::remove(v.begin(), v.end(), this), v.end());
-    set_->queue_shared_ = v.size() > 1;
     for (HwCtxImpl* h : hctxs_) tag_idle(h);
+    v.erase(std::remove(v.begin(), v.end(), this), v.end());
+    if (v.size() <= 1) set_->set_queue_shared(false, this);
   }
   for (auto& h : hctx_graveyard_) h->run_work.cancel_sync();
   flush_queue_free(fq_);

@@ -326,3 +326,54 @@ BlkStatus Queue::flush_sync() {
 }
 
 }  // namespace blkmq
+
+namespace blkmq {
+
+Request* Queue::alloc_request(ReqOp op, bool reserved, bool nowait) {
+  QueueImpl* q = to_impl(this);
+  if (reserved && !q->set_->cfg().reserved_tags) return nullptr;
+  if (!q->enter(nowait)) return nullptr;
+  AllocData d{q, kBioSync, op};
+  d.reserved = reserved;
+  d.nowait = nowait;
+  d.rq_flags = kRqfPassthrough;
+  Request* rq = blkmq::alloc_request(d);
+  if (!rq) {
+    q->exit_ref();
+    return nullptr;
+  }
+  return rq;  // with a scheduler: scheduler tags, but never the scheduler itself
+}
+
+void Queue::execute_request_nowait(Request* rq) {
+  HwCtxImpl* h = to_impl(rq->mq_hctx);
+  insert_request(rq, kInsertAtHead);
+  run_hw_queue(h, false);
+}
+
+namespace {
+struct ExecWait {
+  base::Completion done;
+  BlkStatus st = BlkStatus::ok;
+};
+bool exec_end_io(Request* rq, BlkStatus st) {
+  auto* w = static_cast<ExecWait*>(rq->end_io_data);
+  w->st = st;
+  w->done.complete();
+  return true;
+}
+}  // namespace
+
+BlkStatus Queue::execute_request(Request* rq) {
+  ExecWait w;
+  rq->end_io = exec_end_io;
+  rq->end_io_data = &w;
+  flush_current_plug(true);
+  execute_request_nowait(rq);
+  w.done.wait();
+  return w.st;
+}
+
+void Queue::free_request(Request* rq) { blkmq::free_request(rq); }
+
+}  // namespace blkmq

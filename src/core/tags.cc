@@ -55,7 +55,7 @@ HwCtxImpl* active_owner(HwCtxImpl* hctx) {
   return hctx->set && to_impl(hctx->set)->shared_hctx_tags() ? hctx->q->hctx(0) : hctx;
 }
 
-bool queue_shared(const HwCtxImpl* hctx) { return hctx->q->set_->queue_shared_; }
+bool queue_shared(const HwCtxImpl* hctx) { return hctx->q->set_->queue_shared_.load(std::memory_order_relaxed); }
 
 // Fair sharing (hctx_may_queue): an active queue may hold at most
 // max(ceil(depth / users), 4) driver tags while several queues are busy.
@@ -220,7 +220,7 @@ Request* alloc_request(AllocData& d) {
   pick_ctx(d);
   if (q->elevator_) {
     d.rq_flags |= kRqfSchedTags;
-    if (d.op != ReqOp::flush) {
+    if (d.op != ReqOp::flush && !(d.rq_flags & kRqfPassthrough)) {
       d.rq_flags |= kRqfUseSched;
       if (q->elevator_->type->ops.limit_depth) {
         AllocLimit lim;
@@ -313,6 +313,14 @@ void free_request_ref(Request* rq) {
   if (sched_tag != kNoTag) put_tag(hctx->sched_tags, ctx, sched_tag);
   sched_restart(hctx);
   q->exit_ref();
+}
+
+void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr) {
+  if (!nr) return;
+  for (unsigned i = 0; i < nr; i++) dec_active(hctx);
+  hctx->tags->bitmap_tags.clear_batch(tags, nr, static_cast<int>(hctx->tags->nr_reserved));
+  sched_restart(hctx);
+  hctx->q->exit_ref(nr);
 }
 
 void free_request(Request* rq) {

@@ -82,6 +82,20 @@ void TagSetImpl::map_queues() {
   }
 }
 
+// Caller holds lock_. The kernel freezes every queue of the set around the
+// change (blk_mq_update_tag_set_shared); so do we, except the queue being
+// added or removed, which has no I/O.
+void TagSetImpl::set_queue_shared(bool shared, QueueImpl* except) {
+  if (queue_shared_.load() == shared) return;
+  for (QueueImpl* q : queues_)
+    if (q != except) q->freeze_start();
+  for (QueueImpl* q : queues_)
+    if (q != except) q->freeze_wait();
+  queue_shared_.store(shared);
+  for (QueueImpl* q : queues_)
+    if (q != except) q->unfreeze_impl();
+}
+
 Status TagSetImpl::init() {
   if (!cfg_.ops || !cfg_.ops->queue_rq) return Status::invalid("tag set: ops with queue_rq are required");
   if (cfg_.nr_queues[0] < 1) return Status::invalid("tag set: at least one default hw queue is required");

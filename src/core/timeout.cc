@@ -35,10 +35,10 @@ void arm_queue_timer(QueueImpl* q, uint64_t expiry) {
 void collect(QueueImpl* q, Tags* tags, std::vector<Request*>* out) {
   auto visit = [&](unsigned tag) {
     Request* rq = tags->rqs[tag].load(std::memory_order_acquire);
-    if (rq && rq->q == q && rq_pin(rq)) {
-      if (rq->q == q && rq->state.load(std::memory_order_acquire) == RqState::in_flight) out->push_back(rq);
-      else rq_unpin(rq);
-    }
+    // Pin before looking: a pinned request cannot be freed and reused.
+    if (!rq || !rq_pin(rq)) return true;
+    if (rq->q == q && rq->state.load(std::memory_order_acquire) == RqState::in_flight) out->push_back(rq);
+    else rq_unpin(rq);
     return true;
   };
   tags->breserved_tags.bitmap().for_each_set([&](unsigned b) { return visit(b); });

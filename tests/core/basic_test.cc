@@ -176,3 +176,85 @@ TEST(Core, TagSetValidation) {
 
 }  // namespace
 }  // namespace blkmq::test
+
+namespace blkmq::test {
+namespace {
+
+TEST(Passthrough, ReservedTagIsAvailableWhenNormalTagsAreExhausted) {
+  StubDriver::Options o;
+  o.depth = 4;
+  o.mode = CompleteMode::never;
+  DriverOps ops;
+  StubDriver d(o);
+  // A second set with one reserved tag on the same driver callbacks.
+  TagSetConfig c = d.set().config();
+  c.reserved_tags = 1;
+  auto set = TagSet::create(c);
+  ASSERT_TRUE(set);
+  QueueConfig qc;
+  qc.limits.capacity_sectors = 1 << 20;
+  qc.queuedata = &d;
+  auto q = Queue::create(*set.value(), qc);
+  ASSERT_TRUE(q);
+  BioTracker t;
+  std::vector<std::unique_ptr<BioTracker::Slot>> s;
+  for (int i = 0; i < 3; i++) {
+    s.push_back(t.make(ReqOp::read, uint64_t(i) * 8192, 4096));
+    q.value()->submit_bio(&s.back()->bio);
+  }
+  EXPECT_EQ(q.value()->alloc_request(ReqOp::read, false, true), nullptr);  // normal tags exhausted
+  Request* rq = q.value()->alloc_request(ReqOp::flush, true, true);
+  ASSERT_NE(rq, nullptr);
+  EXPECT_TRUE(rq->rq_flags & kRqfResv);
+  std::atomic<int> done{0};
+  rq->end_io = [](Request* r, BlkStatus) {
+    static_cast<std::atomic<int>*>(r->end_io_data)->fetch_add(1);
+    return true;
+  };
+  rq->end_io_data = &done;
+  q.value()->execute_request_nowait(rq);
+  auto held = d.take_held();
+  ASSERT_EQ(held.size(), 4u);
+  EXPECT_EQ(held[3]->op, ReqOp::flush);  // the command went straight to the driver
+  for (Request* r : held) end_request(r, BlkStatus::ok);
+  EXPECT_EQ(done.load(), 1);
+  ASSERT_TRUE(t.wait_for(3));
+}
+
+TEST(Passthrough, ExecuteRequestWaits) {
+  StubDriver d(StubDriver::Options{});
+  Request* rq = d.q().alloc_request(ReqOp::flush);
+  ASSERT_NE(rq, nullptr);
+  EXPECT_EQ(d.q().execute_request(rq), BlkStatus::ok);
+  EXPECT_EQ(d.nr_seen(), 1u);
+  Request* unused = d.q().alloc_request(ReqOp::flush);
+  d.q().free_request(unused);
+  EXPECT_TRUE(wait_requests_freed(d.q()));
+}
+
+TEST(Batch, PolledCompletionsReturnTagsInGroups) {
+  StubDriver::Options o;
+  o.nr_poll = 1;
+  o.depth = 64;
+  StubDriver d(o);
+  BioTracker t;
+  std::vector<std::unique_ptr<BioTracker::Slot>> s;
+  {
+    Plug plug;
+    for (int i = 0; i < 40; i++) {
+      s.push_back(t.make(ReqOp::read, uint64_t(i) * 8192, 4096, kBioPolled));
+      d.q().submit_bio(&s.back()->bio);
+    }
+  }
+  int found = 0;
+  for (int i = 0; i < 1000 && found < 40; i++) found += d.q().poll(&s[0]->bio);
+  EXPECT_EQ(found, 40);
+  ASSERT_TRUE(t.wait_for(40));
+  ASSERT_TRUE(wait_requests_freed(d.q()));
+  auto* q = static_cast<QueueImpl*>(&d.q());
+  EXPECT_EQ(q->hctx(1)->tags->bitmap_tags.bitmap().weight(), 0u);
+  EXPECT_EQ(d.q().disk_stat().read_ios, 40u);
+}
+
+}  // namespace
+}  // namespace blkmq::test

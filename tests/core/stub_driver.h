@@ -208,10 +208,13 @@ class StubDriver {
     Queue* q = rq->q;
     const bool budget = d->opt_.budgets;
     // Like SCSI: the budget goes back when the command completes, and the
-    // queue is rerun because only tag frees restart it.
-    if (budget) put_budget(q, rq->budget_token);
+    // queue is rerun because only tag frees restart it — before the request
+    // ends, since the request is what keeps the queue alive.
+    if (budget) {
+      put_budget(q, rq->budget_token);
+      run_hw_queues(q, true);
+    }
     end_request(rq, rq->status);
-    if (budget) run_hw_queues(q, true);
   }
 
   static TimeoutResult timeout(Request* rq) {
@@ -328,12 +331,12 @@ struct BioTracker {
     char name[32] = {};
     pthread_getname_np(pthread_self(), name, sizeof name);
     s->ended_in_thread = name;
-    if (b->status != BlkStatus::ok) s->t->errors.fetch_add(1);
-    {
-      std::lock_guard<std::mutex> g(s->t->mu);
-      s->t->ended.fetch_add(1);
-    }
-    s->t->cv.notify_all();
+    BioTracker* t = s->t;  // the slot may be freed once `ended` moves
+    if (b->status != BlkStatus::ok) t->errors.fetch_add(1);
+    // Notify under the lock: once it is released the tracker may be gone.
+    std::lock_guard<std::mutex> g(t->mu);
+    t->ended.fetch_add(1);
+    t->cv.notify_all();
   }
 
   std::unique_ptr<Slot> make(ReqOp op, uint64_t offset, uint32_t len, uint32_t flags = 0, uint8_t fill = 0) {
