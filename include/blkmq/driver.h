@@ -58,9 +58,12 @@ struct IoCompBatch {
 struct DriverOps {
   // REQUIRED. Issue one request. Call start_request() before the device can
   // complete it. rq->queuelist is empty on entry and the driver may use it
-  // until it ends the request. Returns ok (the driver owns the request until it ends it),
-  // resource / dev_resource (the core keeps the request and retries), or any
-  // other status (the core ends the request with it).
+  // until it ends the request. Returns ok (the driver owns the request until
+  // it ends it), resource (the core keeps the request and retries when a
+  // request frees or 3 ms later), dev_resource (the core keeps it and retries
+  // when one of the driver's in-flight requests completes: return it only
+  // with requests in flight), or any other status (the core ends the request
+  // with it).
   BlkStatus (*queue_rq)(HwCtx* hctx, const QueueData& bd) = nullptr;
   // Optional. Issue a list of requests in one go (plug flush without a
   // scheduler). Take what you can; leave the rest in *rqs for the core to

@@ -89,12 +89,78 @@ struct ElevatorQueue {
   const ElevatorType* type = nullptr;
   void* elevator_data = nullptr;
   Queue* queue = nullptr;
+  // Core-owned merge state (see elv_rqhash_*); protected by the
+  // scheduler's lock.
+  void* hash = nullptr;
+  Request* last_merge = nullptr;
 };
+
+// ---- What the core provides to schedulers ----
+//
+// The merge helpers below must be called with the scheduler's own lock held
+// (the one that protects its queued requests); the back-merge hash and the
+// last_merge hint live in the ElevatorQueue and are protected by that lock.
+
+// Back-merge hash of queued requests by end sector (elv_rqhash_*). A
+// scheduler adds a request when it queues it (if rq_mergeable) and deletes
+// it when it dispatches it; the helpers below keep it current on merges.
+void elv_rqhash_add(ElevatorQueue* eq, Request* rq);
+void elv_rqhash_del(ElevatorQueue* eq, Request* rq);
+Request* elv_rqhash_find(ElevatorQueue* eq, uint64_t end_sector);
+
+// blk_mq_sched_try_merge: tries the last_merge hint, the back-merge hash and
+// the scheduler's request_merge hook (front merges), merges the bio, calls
+// request_merged, then tries to merge the grown request with its neighbour
+// (next_request after a back merge, former_request after a front merge),
+// calling requests_merged. A request absorbed by that second merge is
+// removed from the hash and returned in *absorbed: the scheduler removes it
+// from its own structures in requests_merged, and the caller frees it with
+// free_requests() after dropping its lock. Returns true if the bio merged.
+bool sched_try_merge(Queue* q, Bio* bio, unsigned nr_segs, Request** absorbed);
+
+// blk_mq_sched_try_insert_merge: back-merges rq into a queued request found
+// through the hash (repeatedly, as elv_attempt_insert_merge does). Returns
+// true if rq was absorbed; it is then put on *free_list (via queuelist) and
+// must be freed with free_requests() after the lock is dropped. Calls
+// requests_merged for each merge.
+bool sched_try_insert_merge(Queue* q, Request* rq, ListNode* free_list);
+
+// Frees requests linked through queuelist (blk_mq_free_requests). Any context.
+void free_requests(ListNode* list);
+
+// Request facts schedulers need.
+inline bool rq_is_sync(const Request* rq) {
+  return rq->op == ReqOp::read || (rq->cmd_flags & (kBioSync | kBioFua | kBioPreflush));
+}
+// Index of the request's software queue within its hctx (0..hctx_nr_ctx-1).
+unsigned rq_ctx_index(const Request* rq);
+unsigned hctx_nr_ctx(const HwCtx* hctx);
+// The software-queue index the calling CPU maps to on hctx (for bio_merge).
+unsigned current_ctx_index(const HwCtx* hctx);
+
+// Queue facts and knobs.
+unsigned queue_nr_requests(const Queue* q);   // queue/nr_requests
+unsigned queue_async_depth(const Queue* q);   // queue/async_depth
+void set_queue_async_depth(Queue* q, unsigned depth);  // from init_sched (default: nr_requests)
+unsigned queue_nr_hw_queues(const Queue* q);
+HwCtx* queue_hctx(Queue* q, unsigned idx);
+HwCtx* current_hctx(Queue* q, ReqOp op, uint32_t bio_flags);  // the hctx a bio from this CPU goes to
+bool queue_rotational(const Queue* q);
+// The smallest shallow depth limit_depth will hand out (sbitmap wake batch).
+void set_min_shallow_depth(Queue* q, unsigned depth);
+// Record io_start_time_ns on every request (blk-stat; kyber's I/O latency).
+void queue_enable_stats(Queue* q);
+// The elevator instance of a queue (nullptr for none).
+ElevatorQueue* queue_elevator(Queue* q);
 
 // Registers a scheduler by name. Task context; call before creating queues
 // that should list it. Error if the name is taken.
 Status register_elevator(const ElevatorType* type);
 // Registered names in registration order.
 std::vector<std::string> registered_elevators();
+// Registers the built-in schedulers (mq-deadline, kyber, bfq as they
+// exist). Idempotent; the core calls it before any lookup, so applications
+// need not. Implemented in src/sched/builtin.cc.
+void register_builtin_elevators();
 
 }  // namespace blkmq

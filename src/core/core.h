@@ -282,6 +282,7 @@ class QueueImpl final : public Queue {
   std::atomic<uint64_t> queue_time_ns_{0};
   // mq-deadline style queue-wide scheduler flag
   bool sq_sched_ = false;
+  std::atomic<bool> stats_enabled_{false};  // kRqfStats on new requests
 };
 
 inline QueueImpl* to_impl(Queue* q) { return static_cast<QueueImpl*>(q); }
@@ -345,6 +346,10 @@ bool bio_mergeable(const Bio* bio);
 unsigned bio_segments(const Bio* bio);
 void bio_to_request(Request* rq, Bio* bio, unsigned nr_segs);
 void bio_endio(Bio* bio);
+
+// merge.cc (elevator side)
+void elv_hash_alloc(ElevatorQueue* eq);
+void elv_hash_free(ElevatorQueue* eq);
 
 // flush.cc
 bool insert_flush(Request* rq);   // true: consumed by the flush machinery

@@ -18,6 +18,7 @@ std::vector<const ElevatorType*>& registry() {
 }
 
 const ElevatorType* find_elevator(std::string_view name) {
+  register_builtin_elevators();
   std::lock_guard<std::mutex> g(registry_lock());
   for (const ElevatorType* t : registry())
     if (t->name == name) return t;
@@ -60,9 +61,11 @@ void exit_current(QueueImpl* q) {
   for (HwCtxImpl* h : q->hctxs_)
     if (ops.exit_hctx) ops.exit_hctx(h, h->queue_num);
   ops.exit_sched(eq);
+  elv_hash_free(eq);
   q->elevator_ = nullptr;
   q->elevator_store_.reset();
   q->sq_sched_ = false;
+  q->stats_enabled_.store(false);
   free_sched_tags(q);
   q->nr_requests_ = q->set_->cfg().queue_depth;
   q->async_depth_ = q->nr_requests_;
@@ -78,7 +81,9 @@ Status init_new(QueueImpl* q, const ElevatorType* t) {
   auto eq = std::make_unique<ElevatorQueue>();
   eq->type = t;
   eq->queue = q;
+  elv_hash_alloc(eq.get());
   if (Status s = t->ops.init_sched(q, eq.get()); !s) {
+    elv_hash_free(eq.get());
     free_sched_tags(q);
     return s;
   }
@@ -90,6 +95,7 @@ Status init_new(QueueImpl* q, const ElevatorType* t) {
         if (t->ops.exit_hctx) t->ops.exit_hctx(g, g->queue_num);
       }
       t->ops.exit_sched(eq.get());
+      elv_hash_free(eq.get());
       free_sched_tags(q);
       return s;
     }
@@ -130,6 +136,7 @@ Status register_elevator(const ElevatorType* type) {
 }
 
 std::vector<std::string> registered_elevators() {
+  register_builtin_elevators();
   std::lock_guard<std::mutex> g(registry_lock());
   std::vector<std::string> v;
   for (const ElevatorType* t : registry()) v.push_back(t->name);
@@ -180,6 +187,34 @@ std::string elevator_list(const QueueImpl* q) {
   }
   return out;
 }
+
+unsigned rq_ctx_index(const Request* rq) {
+  return rq->mq_ctx->index_hw[static_cast<unsigned>(rq->mq_hctx->type)];
+}
+unsigned hctx_nr_ctx(const HwCtx* hctx) { return static_cast<unsigned>(static_cast<const HwCtxImpl*>(hctx)->ctxs.size()); }
+unsigned current_ctx_index(const HwCtx* hctx) {
+  const HwCtxImpl* h = static_cast<const HwCtxImpl*>(hctx);
+  SwCtx* ctx = h->q->ctx(base::this_cpu());
+  return ctx->index_hw[static_cast<unsigned>(h->type)];
+}
+unsigned queue_nr_requests(const Queue* q) { return to_impl(q)->nr_requests_; }
+unsigned queue_async_depth(const Queue* q) { return to_impl(q)->async_depth_; }
+void set_queue_async_depth(Queue* q, unsigned depth) {
+  QueueImpl* qi = to_impl(q);
+  qi->async_depth_ = std::clamp(depth, 1u, qi->nr_requests_);
+}
+unsigned queue_nr_hw_queues(const Queue* q) { return to_impl(q)->nr_hw_queues_; }
+HwCtx* queue_hctx(Queue* q, unsigned idx) { return to_impl(q)->hctx(idx); }
+HwCtx* current_hctx(Queue* q, ReqOp op, uint32_t bio_flags) {
+  return to_impl(q)->ctx(base::this_cpu())->hctxs[static_cast<unsigned>(hctx_type_for(op, bio_flags))];
+}
+bool queue_rotational(const Queue* q) { return to_impl(q)->limits_.rotational; }
+void set_min_shallow_depth(Queue* q, unsigned depth) {
+  for (HwCtxImpl* h : to_impl(q)->hctxs_)
+    if (h->sched_tags) h->sched_tags->bitmap_tags.set_min_shallow_depth(depth);
+}
+void queue_enable_stats(Queue* q) { to_impl(q)->stats_enabled_.store(true); }
+ElevatorQueue* queue_elevator(Queue* q) { return to_impl(q)->elevator_; }
 
 Status set_nr_requests(QueueImpl* q, unsigned nr) {
   std::lock_guard<std::mutex> g(q->sysfs_lock_);

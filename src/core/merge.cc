@@ -103,3 +103,173 @@ bool ctx_bio_merge(QueueImpl* q, SwCtx* ctx, HctxType type, Bio* bio, unsigned n
 }
 
 }  // namespace blkmq
+
+// ---------------------------------------------------------------------------
+// Merging through the elevator (elevator.c's rqhash, blk_mq_sched_try_merge,
+// elv_attempt_insert_merge). Called with the scheduler's lock held.
+
+namespace blkmq {
+namespace {
+
+constexpr unsigned kElvHashBits = 6;
+
+struct ElvHash {
+  ListNode buckets[1u << kElvHashBits];
+};
+
+ElvHash* hash_of(ElevatorQueue* eq) { return static_cast<ElvHash*>(eq->hash); }
+
+ListNode& bucket(ElevatorQueue* eq, uint64_t end) {
+  return hash_of(eq)->buckets[(end * 0x9E3779B97F4A7C15ull) >> (64 - kElvHashBits)];
+}
+
+Request* rq_of_hash(ListNode* n) { return list_entry<Request, &Request::hash_node>(n); }
+
+// attempt_merge: rq absorbs next (rq ends where next starts).
+bool merge_requests(QueueImpl* q, Request* rq, Request* next) {
+  if (!rq_mergeable(rq) || !rq_mergeable(next) || rq->op != next->op || rq->ioprio != next->ioprio ||
+      rq->end_sector() != next->sector || rq->ioc != next->ioc)
+    return false;
+  const uint64_t max_bytes = static_cast<uint64_t>(q->limits_.max_sectors) << kSectorShift;
+  if (uint64_t(rq->data_len) + next->data_len > max_bytes ||
+      rq->nr_phys_segments + next->nr_phys_segments > q->limits_.max_segments)
+    return false;
+  ElevatorQueue* eq = q->elevator_;
+  if (eq->type->ops.allow_merge && next->bio && !eq->type->ops.allow_merge(q, rq, next->bio)) return false;
+  rq->biotail->bi_next = next->bio;
+  rq->biotail = next->biotail;
+  rq->data_len += next->data_len;
+  rq->nr_phys_segments = static_cast<uint16_t>(rq->nr_phys_segments + next->nr_phys_segments);
+  for (Bio* b = next->bio; b; b = b->bi_next) b->cookie = rq->mq_hctx->queue_num;
+  if (next->start_time_ns && next->start_time_ns < rq->start_time_ns) rq->start_time_ns = next->start_time_ns;
+  next->bio = next->biotail = nullptr;
+  next->data_len = 0;
+  // The absorbed request's I/O is now rq's: it is a merge, not an I/O.
+  if (next->rq_flags & kRqfIoStat) {
+    q->stats_[base::this_cpu()].merges[stat_group(next->op)].fetch_add(1, std::memory_order_relaxed);
+    next->rq_flags &= ~kRqfIoStat;
+    next->acct.store(0, std::memory_order_relaxed);
+  }
+  if (eq->type->ops.requests_merged) eq->type->ops.requests_merged(q, rq, next);
+  elv_rqhash_del(eq, next);
+  if (rq->rq_flags & kRqfElvHashed) {
+    elv_rqhash_del(eq, rq);
+    elv_rqhash_add(eq, rq);
+  }
+  eq->last_merge = rq;
+  return true;
+}
+
+}  // namespace
+
+void elv_hash_alloc(ElevatorQueue* eq) { eq->hash = new ElvHash(); }
+void elv_hash_free(ElevatorQueue* eq) {
+  delete hash_of(eq);
+  eq->hash = nullptr;
+}
+
+void elv_rqhash_add(ElevatorQueue* eq, Request* rq) {
+  bucket(eq, rq->end_sector()).push_front(&rq->hash_node);
+  rq->rq_flags |= kRqfElvHashed;
+}
+
+void elv_rqhash_del(ElevatorQueue* eq, Request* rq) {
+  if (rq->rq_flags & kRqfElvHashed) {
+    ListNode::unlink(&rq->hash_node);
+    rq->rq_flags &= ~kRqfElvHashed;
+  }
+  if (eq->last_merge == rq) eq->last_merge = nullptr;
+}
+
+Request* elv_rqhash_find(ElevatorQueue* eq, uint64_t end_sector) {
+  ListNode& b = bucket(eq, end_sector);
+  for (ListNode* n = b.next; n != &b;) {
+    Request* rq = rq_of_hash(n);
+    n = n->next;
+    if (!rq_mergeable(rq)) {  // it can take no more merges: forget it
+      elv_rqhash_del(eq, rq);
+      continue;
+    }
+    if (rq->end_sector() == end_sector) return rq;
+  }
+  return nullptr;
+}
+
+bool sched_try_merge(Queue* qp, Bio* bio, unsigned nr_segs, Request** absorbed) {
+  QueueImpl* q = to_impl(qp);
+  ElevatorQueue* eq = q->elevator_;
+  *absorbed = nullptr;
+  const unsigned nomerges = q->tun_.nomerges.load(std::memory_order_relaxed);
+  if (!eq || nomerges >= 2 || !bio_mergeable(bio)) return false;
+  Request* rq = nullptr;
+  ElvMerge type = ElvMerge::none;
+  // The one-hit cache first, then (unless nomerges=1) the hash and the
+  // scheduler's front-merge lookup.
+  if (Request* lm = eq->last_merge; lm && merge_allowed(q, lm, bio)) {
+    if (lm->end_sector() == bio->sector) type = ElvMerge::back;
+    else if (lm->sector == bio->end_sector()) type = ElvMerge::front;
+    if (type != ElvMerge::none) rq = lm;
+  }
+  if (!rq && nomerges == 0) {
+    Request* h = elv_rqhash_find(eq, bio->sector);
+    if (h && merge_allowed(q, h, bio)) {
+      rq = h;
+      type = ElvMerge::back;
+    }
+  }
+  if (!rq && eq->type->ops.request_merge) {
+    Request* f = nullptr;
+    ElvMerge t = eq->type->ops.request_merge(q, &f, bio);
+    if (t != ElvMerge::none && f && merge_allowed(q, f, bio)) {
+      rq = f;
+      type = t;
+    }
+  }
+  if (!rq || attempt_bio_merge(q, rq, bio, nr_segs) != MergeResult::ok) return false;
+  if (rq->rq_flags & kRqfElvHashed) {
+    elv_rqhash_del(eq, rq);
+    elv_rqhash_add(eq, rq);
+  }
+  if (eq->type->ops.request_merged) eq->type->ops.request_merged(q, rq, type);
+  eq->last_merge = rq;
+  // The grown request may now touch its neighbour.
+  if (type == ElvMerge::back && eq->type->ops.next_request) {
+    Request* next = eq->type->ops.next_request(q, rq);
+    if (next && merge_requests(q, rq, next)) *absorbed = next;
+  } else if (type == ElvMerge::front && eq->type->ops.former_request) {
+    Request* prev = eq->type->ops.former_request(q, rq);
+    if (prev && merge_requests(q, prev, rq)) *absorbed = rq;
+  }
+  return true;
+}
+
+bool sched_try_insert_merge(Queue* qp, Request* rq, ListNode* free_list) {
+  QueueImpl* q = to_impl(qp);
+  ElevatorQueue* eq = q->elevator_;
+  const unsigned nomerges = q->tun_.nomerges.load(std::memory_order_relaxed);
+  if (!eq || nomerges >= 2) return false;
+  if (eq->last_merge && merge_requests(q, eq->last_merge, rq)) {
+    free_list->push_back(&rq->queuelist);
+    return true;
+  }
+  if (nomerges == 1) return false;
+  bool merged = false;
+  for (;;) {
+    Request* prev = elv_rqhash_find(eq, rq->sector);
+    if (!prev || prev == rq || !merge_requests(q, prev, rq)) break;
+    free_list->push_back(&rq->queuelist);
+    merged = true;
+    rq = prev;  // the grown request may merge again
+  }
+  return merged;
+}
+
+void free_requests(ListNode* list) {
+  while (!list->empty()) {
+    Request* rq = list_entry<Request, &Request::queuelist>(list->next);
+    ListNode::unlink(&rq->queuelist);
+    free_request(rq);
+  }
+}
+
+}  // namespace blkmq

@@ -126,7 +126,8 @@ void init_rq(AllocData& d, Tags* tags, int tag) {
   rq->q = d.q;
   rq->mq_ctx = d.ctx;
   rq->mq_hctx = d.hctx;
-  rq->rq_flags = d.rq_flags | (d.reserved ? uint32_t{kRqfResv} : 0u);
+  rq->rq_flags = d.rq_flags | (d.reserved ? uint32_t{kRqfResv} : 0u) |
+                 (d.q->stats_enabled_.load(std::memory_order_relaxed) ? uint32_t{kRqfStats} : 0u);
   rq->cmd_flags = d.cmd_flags;
   rq->op = d.op;
   if (d.rq_flags & kRqfSchedTags) {

@@ -146,7 +146,10 @@ class StubDriver {
     Request* rq = bd.rq;
     StubDriver* d = of(rq->q);
     if (d->busy_next.load() > 0 && d->busy_next.fetch_sub(1) > 0) return BlkStatus::resource;
-    if (d->dev_busy_next.load() > 0 && d->dev_busy_next.fetch_sub(1) > 0) return BlkStatus::dev_resource;
+    // dev_resource promises that a completion will rerun the queue: only
+    // with something in flight (the driver contract, as in the kernel).
+    if (d->inflight.load() > 0 && d->dev_busy_next.load() > 0 && d->dev_busy_next.fetch_sub(1) > 0)
+      return BlkStatus::dev_resource;
     start_request(rq);
     if (d->requeue_next.load() > 0 && d->requeue_next.fetch_sub(1) > 0) {
       requeue_request(rq, true);
