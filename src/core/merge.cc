@@ -35,6 +35,8 @@ bool fits(QueueImpl* q, Request* rq, const Bio* bio, unsigned nr_segs) {
 }
 
 MergeResult attempt_bio_merge(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
+  // Position first: it is the cheap test and random I/O fails it.
+  if (rq->end_sector() != bio->sector && rq->sector != bio->end_sector()) return MergeResult::none;
   if (!merge_allowed(q, rq, bio)) return MergeResult::none;
   if (rq->end_sector() == bio->sector) {
     if (!fits(q, rq, bio, nr_segs)) return MergeResult::failed;

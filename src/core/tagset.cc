@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/percpu.h"
 #include "core/core.h"
@@ -129,6 +132,8 @@ Result<std::unique_ptr<TagSet>> TagSet::create(const TagSetConfig& cfg) {
 const TagSetConfig& TagSet::config() const { return static_cast<const TagSetImpl*>(this)->cfg_; }
 unsigned TagSet::nr_hw_queues() const { return static_cast<const TagSetImpl*>(this)->nr_hw_queues_; }
 
+Status update_nr_hw_queues_locked(TagSetImpl* set, unsigned nr_default, unsigned nr_poll);
+
 // Freezes every queue of the set (so no request exists), rebuilds tags and
 // hctxs for the new count, and unfreezes. On an init_hctx failure the old
 // count is restored.
@@ -136,6 +141,24 @@ Status TagSet::update_nr_hw_queues(unsigned nr_default, unsigned nr_poll) {
   TagSetImpl* set = static_cast<TagSetImpl*>(this);
   if (nr_default < 1) return Status::invalid("nr_hw_queues: at least one default queue");
   std::lock_guard<std::mutex> ul(set->update_lock_);
+  // Scheduler state is per hctx: detach each queue's scheduler first and
+  // attach it again afterwards, as the kernel does (blk_mq_elv_switch_none).
+  std::vector<std::pair<QueueImpl*, std::string>> saved;
+  {
+    std::lock_guard<std::mutex> l(set->lock_);
+    for (QueueImpl* q : set->queues_)
+      if (q->elevator_) saved.emplace_back(q, q->elevator_->type->name);
+  }
+  for (auto& [q, name] : saved) elevator_switch(q, "none");
+  Status st = update_nr_hw_queues_locked(set, nr_default, nr_poll);
+  for (auto& [q, name] : saved) {
+    Status back = elevator_switch(q, name);
+    if (!back && st) st = back;
+  }
+  return st;
+}
+
+Status update_nr_hw_queues_locked(TagSetImpl* set, unsigned nr_default, unsigned nr_poll) {
   std::lock_guard<std::mutex> l(set->lock_);
   const unsigned ncpu = base::possible_cpus();
   if (set->cfg_.nr_queues[1] == 0 && nr_poll == 0 && nr_default > ncpu) nr_default = ncpu;
