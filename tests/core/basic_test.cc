@@ -19,6 +19,7 @@ TEST(Core, SyncWriteThenReadBack) {
   ASSERT_EQ(d.q().write_sync(w.data(), 4096, 8192), BlkStatus::ok);
   ASSERT_EQ(d.q().read_sync(r.data(), 4096, 8192), BlkStatus::ok);
   EXPECT_EQ(w, r);
+  ASSERT_TRUE(wait_requests_freed(d.q()));  // accounting follows the bio's end
   DiskStat s = d.q().disk_stat();
   EXPECT_EQ(s.write_ios, 1u);
   EXPECT_EQ(s.read_ios, 1u);
@@ -87,6 +88,7 @@ TEST(Core, StatHasTheKernelsSeventeenFields) {
   StubDriver d(opts());
   std::vector<uint8_t> b(4096);
   ASSERT_EQ(d.q().write_sync(b.data(), 0, 4096), BlkStatus::ok);
+  ASSERT_TRUE(wait_requests_freed(d.q()));
   std::istringstream in(*d.q().attr("stat"));
   std::vector<uint64_t> f;
   uint64_t v;

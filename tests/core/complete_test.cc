@@ -163,6 +163,7 @@ TEST(Flush, PreflushAndEmulatedFuaBecomeFlushWriteFlush) {
   d.clear_seen();
   EXPECT_EQ(d.q().flush_sync(), BlkStatus::ok);
   EXPECT_EQ(ops_seen(d), (std::vector<std::string>{"F"}));
+  ASSERT_TRUE(wait_requests_freed(d.q()));  // accounting follows the bio's end
   DiskStat st = d.q().disk_stat();
   EXPECT_EQ(st.write_ios, 1u);
   EXPECT_EQ(st.flush_ios, 1u);
