@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Instructions per I/O, from callgrind: run the same job for two sizes and
+# divide the difference by the difference in I/Os, so set-up and teardown
+# cancel out. Compares `blkmq bench` on the null device with fio's null
+# engine. Usage: bench/callgrind_per_io.sh [path/to/blkmq]
+set -euo pipefail
+BLKMQ=${1:-build/release/tools/blkmq}
+JOB="--name=x --rw=randread --bs=4k --iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete=8 --gtod_reduce=1"
+count() {  # command... -> instructions
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 | sed -n 's/.*Collected : //p'
+}
+per_io() {  # label, command prefix
+  local label=$1; shift
+  local a b
+  a=$(count "$@" --size=200m)
+  b=$(count "$@" --size=400m)
+  echo "$label: $(( (b - a) / 51200 )) instructions per I/O"
+}
+per_io "blkmq bench, null irqmode=0" "$BLKMQ" bench --driver=null --irqmode=0 $JOB
+per_io "fio, ioengine=null" fio --thread --ioengine=null $JOB
