@@ -8,7 +8,7 @@
 
 namespace blkmq {
 
-void null_driver_link();  // forces the null driver's registration to be linked
+void register_builtin_drivers();  // src/drivers/builtin.cc
 
 const char* blk_status_name(BlkStatus s) {
   switch (s) {
@@ -74,7 +74,7 @@ std::vector<const DeviceDriver*>& drivers() {
   return v;
 }
 const DeviceDriver* find_driver(std::string_view name) {
-  null_driver_link();
+  register_builtin_drivers();
   std::lock_guard<std::mutex> g(drivers_lock());
   for (const DeviceDriver* d : drivers())
     if (d->name == name) return d;
@@ -91,7 +91,7 @@ void register_device_driver(const DeviceDriver* drv) {
 }
 
 std::vector<std::string> device_drivers() {
-  null_driver_link();
+  register_builtin_drivers();
   std::lock_guard<std::mutex> g(drivers_lock());
   std::vector<std::string> v;
   for (const DeviceDriver* d : drivers()) v.push_back(d->name);
