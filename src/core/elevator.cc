@@ -222,6 +222,8 @@ Status set_nr_requests(QueueImpl* q, unsigned nr) {
   if (!q->elevator_) {
     const unsigned depth = q->set_->cfg().queue_depth;
     if (nr > depth) return Status::invalid("queue/nr_requests: at most the queue depth (" + std::to_string(depth) + ") without a scheduler");
+    const unsigned resv = q->set_->cfg().reserved_tags;
+    if (nr <= resv) return Status::invalid("queue/nr_requests: must exceed the reserved tags (" + std::to_string(resv) + ")");
     return with_queue_frozen(q, [&]() -> Status {
       for (HwCtxImpl* h : q->hctxs_) h->tags->bitmap_tags.resize(nr - h->tags->nr_reserved);
       q->nr_requests_ = nr;
