@@ -3,12 +3,15 @@
 // rotates queue/scheduler among every registered scheduler and changes
 // queue/nr_requests between 4 and its maximum. A switch freezes the queue,
 // moves requests between scheduler and driver tags and rebuilds the
-// scheduler: no bio may be lost, ended twice or see another's data.
+// scheduler: no bio may be lost, ended twice or see another's data. The
+// test registers a FIFO scheduler of its own, so a scheduler is in the
+// rotation even where none is built in.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -133,6 +136,56 @@ class Worker {
   std::vector<bool> busy_ = std::vector<bool>(kBlocksPerThread, false);
 };
 
+// A FIFO scheduler of this test, so that switching to and from a scheduler
+// (scheduler tags, nr_requests up to 2048) is exercised whatever else is
+// registered. It never merges; it only hands requests back in order.
+struct FifoSched {
+  std::mutex lock;
+  ListNode queued;
+  std::atomic<unsigned> count{0};
+};
+
+FifoSched* fifo_of(HwCtx* hctx) { return static_cast<FifoSched*>(queue_elevator(hctx->queue)->elevator_data); }
+
+const ElevatorType kFifoType = [] {
+  ElevatorType t;
+  t.name = "test-fifo";
+  t.queue_wide = true;
+  t.ops.init_sched = [](Queue*, ElevatorQueue* eq) {
+    eq->elevator_data = new FifoSched;
+    return Status::ok();
+  };
+  t.ops.exit_sched = [](ElevatorQueue* eq) { delete static_cast<FifoSched*>(eq->elevator_data); };
+  t.ops.insert_requests = [](HwCtx* hctx, ListNode* list, uint32_t flags) {
+    FifoSched* f = fifo_of(hctx);
+    unsigned n = 0;
+    for (ListNode* p = list->next; p != list; p = p->next) n++;
+    std::lock_guard g(f->lock);
+    if (flags & kInsertAtHead) f->queued.splice_head(list);
+    else f->queued.splice_tail(list);
+    f->count.fetch_add(n, std::memory_order_release);
+  };
+  t.ops.dispatch_request = [](HwCtx* hctx) -> Request* {
+    FifoSched* f = fifo_of(hctx);
+    std::lock_guard g(f->lock);
+    if (f->queued.empty()) return nullptr;
+    ListNode* n = f->queued.next;
+    ListNode::unlink(n);
+    f->count.fetch_sub(1, std::memory_order_relaxed);
+    return list_entry<Request, &Request::queuelist>(n);
+  };
+  t.ops.has_work = [](HwCtx* hctx) { return fifo_of(hctx)->count.load(std::memory_order_acquire) != 0; };
+  return t;
+}();
+
+void register_test_fifo() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Status st = register_elevator(&kFifoType);
+    EXPECT_TRUE(st) << st.message();
+  });
+}
+
 // "[none] mq-deadline kyber" -> {"none", "mq-deadline", "kyber"}; the
 // bracketed one is current.
 std::vector<std::string> parse_schedulers(const std::string& attr, std::string* current) {
@@ -196,6 +249,7 @@ struct Controller {
 TEST(SchedSwitch, RotateSchedulersAndNrRequestsUnderVerifiedIo) {
   const double seconds = 20.0 * stress_scale();
   Watchdog wd("scheduler switch scenario", std::chrono::seconds(static_cast<int>(seconds) + 120));
+  register_test_fifo();
   auto made = create_device("null", {{"memory_backed", "1"},
                                      {"hw_queue_depth", std::to_string(kQueueDepth)},
                                      {"size", "64"}});
