@@ -460,7 +460,7 @@ ParseOutcome parse_bench_args(int argc, const char* const* argv,
   c.driver_param_info = driver_params;
   c.param_lookup = lookup;
   CLI::App app("Load generator for blkmq devices, with fio's option names and job files.",
-               "blkmq bench [JOBFILE]");
+               "blkmq bench");
   app.footer("Without a job file, options before the first --name apply to every job and each --name starts a\n"
              "job. With a job file, options before it are defaults under its [global], options after it\n"
              "override every job. stonewall starts a new group, run after the previous one.");
