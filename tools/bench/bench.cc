@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cinttypes>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +17,7 @@
 
 #include "blkmq/device.h"
 #include "blkmq/threads.h"
+#include "bench/cycle.h"
 #include "bench/job.h"
 #include "bench/options.h"
 #include "bench/report.h"
@@ -43,49 +46,88 @@ struct Snapshot {
   static Snapshot take(const blkmq::Queue& q) { return {blkmq::thread_usage(), q.disk_stat(), Clock::now()}; }
 };
 
-// Runs the job threads and drives their ramp and stop times. The
-// controller sleeps on a condition variable, so it costs the jobs nothing.
+// Runs the job threads of one group and drives each job's ramp and stop
+// times. The controller sleeps on a condition variable until the next
+// deadline, so it costs the jobs nothing.
 class Runner {
  public:
-  Runner(std::vector<std::unique_ptr<Job>>& jobs, const blkmq::Queue& q) : jobs_(jobs), q_(q) {}
+  Runner(const std::vector<Job*>& jobs, const blkmq::Queue& q) : jobs_(jobs), q_(q) {}
 
+  // Returns the snapshot at the end; *before is taken when the last ramp
+  // of the group ended (or at the end, if the jobs finished inside it).
   Snapshot run(Snapshot* before) {
-    const JobSpec& spec = jobs_.front()->spec();
-    Clock::time_point start = Clock::now();
-    Clock::time_point ramp_end = start + std::chrono::nanoseconds(spec.ramp_ns);
-    bool ramped = spec.ramp_ns == 0;
-    if (ramped) *before = Snapshot::take(q_);
+    init_deadlines(Clock::now());
+    // Without a ramp, measurement starts before the first I/O.
+    bool snapped = ramps_pending_ == 0;
+    if (snapped) *before = Snapshot::take(q_);
     running_ = static_cast<unsigned>(jobs_.size());
     std::vector<std::thread> threads;
-    for (auto& j : jobs_) threads.emplace_back([this, job = j.get()] { thread_body(job); });
-    bool stop_pending = spec.runtime_ns != 0;
-    Clock::time_point stop_at = ramp_end + std::chrono::nanoseconds(spec.runtime_ns);
+    for (Job* j : jobs_) threads.emplace_back([this, j] { thread_body(j); });
     auto all_done = [this] { return running_ == 0; };
     std::unique_lock lock(mu_);
     while (running_ > 0) {
-      if (!ramped || stop_pending) {
-        cv_.wait_until(lock, ramped ? stop_at : ramp_end, all_done);
-      } else {
-        cv_.wait(lock, all_done);
-      }
-      Clock::time_point now = Clock::now();
-      if (!ramped && now >= ramp_end) {
-        ramped = true;
+      if (!snapped && ramps_pending_ == 0) {
         *before = Snapshot::take(q_);
-        for (auto& j : jobs_) j->end_ramp();
+        snapped = true;
       }
-      if (ramped && stop_pending && now >= stop_at) {
-        for (auto& j : jobs_) j->stop();
-        stop_pending = false;
+      Clock::time_point next = next_deadline();
+      if (next == Clock::time_point::max()) {
+        cv_.wait(lock, all_done);
+      } else {
+        cv_.wait_until(lock, next, all_done);
       }
+      fire_deadlines(Clock::now());
     }
     lock.unlock();
     for (std::thread& t : threads) t.join();
-    if (!ramped) *before = Snapshot::take(q_);
+    if (!snapped) *before = Snapshot::take(q_);
     return Snapshot::take(q_);
   }
 
  private:
+  struct Deadline {
+    Clock::time_point ramp_end, stop_at;
+    bool ramp_pending, stop_pending;
+  };
+
+  void init_deadlines(Clock::time_point start) {
+    ramps_pending_ = 0;
+    for (Job* j : jobs_) {
+      const JobSpec& spec = j->spec();
+      Deadline d;
+      d.ramp_end = start + std::chrono::nanoseconds(spec.ramp_ns);
+      d.stop_at = d.ramp_end + std::chrono::nanoseconds(spec.runtime_ns);
+      d.ramp_pending = spec.ramp_ns != 0;
+      d.stop_pending = spec.runtime_ns != 0;
+      ramps_pending_ += d.ramp_pending;
+      deadlines_.push_back(d);
+    }
+  }
+
+  Clock::time_point next_deadline() const {
+    Clock::time_point next = Clock::time_point::max();
+    for (const Deadline& d : deadlines_) {
+      if (d.ramp_pending) next = std::min(next, d.ramp_end);
+      else if (d.stop_pending) next = std::min(next, d.stop_at);
+    }
+    return next;
+  }
+
+  void fire_deadlines(Clock::time_point now) {
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      Deadline& d = deadlines_[i];
+      if (d.ramp_pending && now >= d.ramp_end) {
+        d.ramp_pending = false;
+        ramps_pending_--;
+        jobs_[i]->end_ramp();
+      }
+      if (!d.ramp_pending && d.stop_pending && now >= d.stop_at) {
+        d.stop_pending = false;
+        jobs_[i]->stop();
+      }
+    }
+  }
+
   void thread_body(Job* job) {
     job->run();
     std::lock_guard g(mu_);
@@ -93,8 +135,10 @@ class Runner {
     cv_.notify_all();
   }
 
-  std::vector<std::unique_ptr<Job>>& jobs_;
+  const std::vector<Job*>& jobs_;
   const blkmq::Queue& q_;
+  std::vector<Deadline> deadlines_;
+  unsigned ramps_pending_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   unsigned running_ = 0;
@@ -118,7 +162,10 @@ RunReport make_report(const BenchConfig& cfg, const blkmq::Device& dev, blkmq::Q
                       const std::vector<std::unique_ptr<Job>>& jobs, const Snapshot& before,
                       const Snapshot& after) {
   RunReport rep;
-  for (const auto& j : jobs) rep.jobs.push_back(j->result());
+  for (const auto& j : jobs) {
+    rep.jobs.push_back(j->result());
+    rep.jobs.back().groupid = j->spec().groupid;
+  }
   rep.group_reporting = cfg.group_reporting;
   rep.run_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(after.at - before.at).count());
   rep.timestamp_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -132,6 +179,39 @@ RunReport make_report(const BenchConfig& cfg, const blkmq::Device& dev, blkmq::Q
   return rep;
 }
 
+// Runs the groups one after the other; *before is the first group's start
+// of measurement, the result the end of the last group.
+Snapshot run_groups(const std::vector<std::unique_ptr<Job>>& jobs, const blkmq::Queue& q, Snapshot* before,
+                    std::vector<GroupSpan>* spans) {
+  Snapshot after;
+  const Clock::time_point t0 = Clock::now();
+  auto since = [t0](Clock::time_point t) {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0).count());
+  };
+  for (size_t i = 0; i < jobs.size();) {
+    std::vector<Job*> group;
+    const unsigned gid = jobs[i]->spec().groupid;
+    for (; i < jobs.size() && jobs[i]->spec().groupid == gid; ++i) group.push_back(jobs[i].get());
+    Snapshot group_before;
+    const Clock::time_point start = Clock::now();
+    after = Runner(group, q).run(&group_before);
+    spans->push_back({gid, since(start), since(after.at)});
+    if (gid == jobs.front()->spec().groupid) *before = group_before;
+  }
+  return after;
+}
+
+int report_cycle_errors(const std::vector<CycleResult>& cycles) {
+  int rc = 0;
+  for (const CycleResult& c : cycles) {
+    if (c.refused == 0) continue;
+    std::fprintf(stderr, "blkmq bench: --cycle %s: %" PRIu64 " value(s) refused, first: %s\n", c.path.c_str(),
+                 c.refused, c.first_error.c_str());
+    rc = 1;
+  }
+  return rc;
+}
+
 }  // namespace
 
 int bench_main(int argc, char** argv) {
@@ -140,7 +220,7 @@ int bench_main(int argc, char** argv) {
   if (std::find(drivers.begin(), drivers.end(), driver) == drivers.end())
     return fail("unknown driver '" + driver + "' (available: " + join(drivers) + ")");
   BenchConfig cfg;
-  ParseOutcome po = parse_bench_args(argc, argv, blkmq::device_params(driver), &cfg);
+  ParseOutcome po = parse_bench_args(argc, argv, blkmq::device_params(driver), &cfg, blkmq::device_params);
   if (!po.proceed) {
     std::fputs(po.message.c_str(), po.exit_code == 0 ? stdout : stderr);
     if (!po.message.empty() && po.message.back() != '\n') std::fputc('\n', po.exit_code == 0 ? stdout : stderr);
@@ -150,6 +230,8 @@ int bench_main(int argc, char** argv) {
   if (!dev) return fail(dev.status().message());
   blkmq::Queue& q = (*dev)->queue();
 
+  // Every job of every group is prepared up front, so a bad job fails the
+  // run before any I/O.
   std::vector<std::unique_ptr<Job>> jobs;
   for (const JobSpec& spec : cfg.jobs) {
     for (unsigned i = 0; i < spec.numjobs; ++i) {
@@ -158,18 +240,24 @@ int bench_main(int argc, char** argv) {
       if (!st) return fail(st.message());
     }
   }
-  Snapshot before, after;
-  after = Runner(jobs, q).run(&before);
+  AttrCycler cycler(q, cfg.cycles);
+  cycler.start();
+  Snapshot before;
+  std::vector<GroupSpan> spans;
+  Snapshot after = run_groups(jobs, q, &before, &spans);
   RunReport rep = make_report(cfg, **dev, q, jobs, before, after);
+  rep.groups = std::move(spans);
+  rep.cycles = cycler.stop();
   // Completion threads may still be returning from end_io: stop them (by
   // destroying the device) before the jobs' units go away.
   dev->reset();
   jobs.clear();
   Status st = write_report(cfg, rep);
   if (!st) return fail(st.message());
+  int rc = report_cycle_errors(rep.cycles);
   for (const JobResult& r : rep.jobs)
-    if (r.error != 0) return 1;
-  return 0;
+    if (r.error != 0) rc = 1;
+  return rc;
 }
 
 }  // namespace bench

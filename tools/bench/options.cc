@@ -9,6 +9,8 @@
 #include <map>
 #include <memory>
 
+#include "bench/jobfile.h"
+
 namespace bench {
 namespace {
 
@@ -131,6 +133,14 @@ Status apply_output_format(BenchConfig& c, JobSpec&, std::string_view v) {
 Status apply_driver(BenchConfig& c, JobSpec&, std::string_view v) {
   if (v.empty()) return bad_value("driver", v, "expected a driver name");
   c.driver = std::string(v);
+  if (c.param_lookup) c.driver_param_info = c.param_lookup(v);
+  return Status::ok();
+}
+
+Status apply_cycle(BenchConfig& c, JobSpec&, std::string_view v) {
+  blkmq::Result<CycleSpec> r = parse_cycle(v);
+  if (!r) return r.status();
+  c.cycles.push_back(std::move(*r));
   return Status::ok();
 }
 
@@ -196,25 +206,28 @@ std::vector<OptionDef> make_defs() {
       {"randseed", nullptr, false, "seed of the random generators", apply_randseed},
       {"verify", nullptr, false, "crc32c: write, then read back and check every block", apply_verify},
       {"thread", nullptr, true, "accepted for fio compatibility; jobs are always threads", JOB_BOOL("thread", thread)},
-      {"group_reporting", nullptr, true, "report all jobs as one",
-       [](BenchConfig& c, JobSpec&, std::string_view v) { return set_bool("group_reporting", v, &c.group_reporting); }},
-      {"output-format", nullptr, false, "normal (default) or json", apply_output_format},
+      {"stonewall", "wait_for_previous", true, "start a new group, run after the previous group finished",
+       JOB_BOOL("stonewall", stonewall)},
+      {"group_reporting", nullptr, true, "report each group of jobs as one",
+       [](BenchConfig& c, JobSpec&, std::string_view v) { return set_bool("group_reporting", v, &c.group_reporting); },
+       OptionScope::run},
+      {"output-format", nullptr, false, "normal (default) or json", apply_output_format, OptionScope::run},
       {"output", nullptr, false, "write the report to FILE",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
          c.output_file = std::string(v);
          return Status::ok();
-       }},
-      {"driver", nullptr, false, "device driver (default null)", apply_driver},
-      {"scheduler", nullptr, false, "I/O scheduler (queue/scheduler)", apply_scheduler},
-      {"attr", nullptr, false, "queue attribute PATH=VALUE, repeatable", apply_attr},
+       },
+       OptionScope::run},
+      {"driver", nullptr, false, "device driver (default null)", apply_driver, OptionScope::device},
+      {"scheduler", nullptr, false, "I/O scheduler (queue/scheduler)", apply_scheduler, OptionScope::device},
+      {"attr", nullptr, false, "queue attribute PATH=VALUE, repeatable", apply_attr, OptionScope::device},
+      {"cycle", nullptr, false,
+       "PATH=V1,V2,...@MS: set queue attribute PATH to the next value every MS ms during the run, repeatable",
+       apply_cycle, OptionScope::device},
   };
 }
 
-bool is_bench_option(std::string_view key) {
-  for (const OptionDef& d : option_defs())
-    if (key == d.name || (d.alias && key == d.alias)) return true;
-  return false;
-}
+bool is_bench_option(std::string_view key) { return find_option(key) != nullptr; }
 
 }  // namespace
 
@@ -233,20 +246,38 @@ const std::vector<OptionDef>& option_defs() {
   return kDefs;
 }
 
+const OptionDef* find_option(std::string_view key) {
+  for (const OptionDef& d : option_defs())
+    if (key == d.name || (d.alias && key == d.alias)) return &d;
+  return nullptr;
+}
+
+namespace {
+
+// A driver parameter by its own name or as DRIVER.NAME.
+const blkmq::ParamInfo* find_driver_param(const BenchConfig& cfg, std::string_view key) {
+  std::string prefix = cfg.driver + ".";
+  if (key.substr(0, prefix.size()) == prefix) key.remove_prefix(prefix.size());
+  for (const blkmq::ParamInfo& p : cfg.driver_param_info)
+    if (key == p.name) return &p;
+  return nullptr;
+}
+
+}  // namespace
+
+bool is_device_option(const BenchConfig& cfg, std::string_view key) {
+  if (const OptionDef* d = find_option(key)) return d->scope == OptionScope::device;
+  return find_driver_param(cfg, key) != nullptr;
+}
+
 Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::string_view value) {
-  for (const OptionDef& d : option_defs()) {
-    if (key != d.name && !(d.alias && key == d.alias)) continue;
-    Status st = d.apply(cfg, job, value);
-    if (st) job.given.emplace_back(d.name, std::string(value));
+  if (const OptionDef* d = find_option(key)) {
+    Status st = d->apply(cfg, job, value);
+    if (st) job.given.emplace_back(d->name, std::string(value));
     return st;
   }
-  // Driver parameters, by their own name or as DRIVER.NAME.
-  std::string_view pkey = key;
-  std::string prefix = cfg.driver + ".";
-  if (pkey.substr(0, prefix.size()) == prefix) pkey.remove_prefix(prefix.size());
-  for (const blkmq::ParamInfo& p : cfg.driver_param_info) {
-    if (pkey != p.name) continue;
-    cfg.device_params[p.name] = std::string(value);
+  if (const blkmq::ParamInfo* p = find_driver_param(cfg, key)) {
+    cfg.device_params[p->name] = std::string(value);
     job.given.emplace_back(std::string(key), std::string(value));
     return Status::ok();
   }
@@ -363,54 +394,57 @@ std::string prescan_driver(int argc, const char* const* argv) {
 
 namespace {
 
-// Registers every bench option and driver parameter with CLI11; each value
-// lands in a string slot, applied afterwards through apply_option().
-struct CliSlots {
-  std::vector<std::pair<const OptionDef*, std::unique_ptr<std::string>>> opts;
-  std::vector<std::string> attrs;
-  std::vector<std::pair<std::string, std::unique_ptr<std::string>>> params;
+// CLI11 checks the syntax and writes --help; the values are then read back in
+// the order given (parse_order), because with --name and a job file the order
+// decides which job an option belongs to.
+struct CliKeys {
+  std::map<const CLI::Option*, std::string> key;  // the apply_option key
+  const CLI::Option* jobfile = nullptr;
+  std::vector<std::unique_ptr<std::string>> sinks;  // CLI11 stores values somewhere
 };
 
-void register_options(CLI::App& app, CliSlots& s, const std::string& driver,
+std::string* new_sink(CliKeys& k) { return k.sinks.emplace_back(std::make_unique<std::string>()).get(); }
+
+void register_options(CLI::App& app, CliKeys& k, const std::string& driver,
                       const std::vector<blkmq::ParamInfo>& params) {
+  k.jobfile = app.add_option("jobfile", *new_sink(k),
+                             "fio job file: [global] and job sections with the options below as key=value");
   for (const OptionDef& d : option_defs()) {
-    if (std::string_view(d.name) == "attr") {
-      app.add_option("--attr", s.attrs, d.help)->type_name("PATH=VALUE");
-      continue;
-    }
-    auto slot = std::make_unique<std::string>();
     std::string names = std::string("--") + d.name + (d.alias ? std::string(",--") + d.alias : "");
-    if (d.flag) {
-      app.add_flag(names + "{1}", *slot, d.help);
-    } else {
-      app.add_option(names, *slot, d.help)->type_name("VALUE");
-    }
-    s.opts.emplace_back(&d, std::move(slot));
+    CLI::Option* o = d.flag ? app.add_flag(names + "{1}", *new_sink(k), d.help)
+                            : app.add_option(names, *new_sink(k), d.help)->type_name("VALUE");
+    o->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    k.key[o] = d.name;
   }
   for (const blkmq::ParamInfo& p : params) {
     std::string key = is_bench_option(p.name) ? driver + "." + p.name : p.name;
-    auto slot = std::make_unique<std::string>();
-    app.add_option("--" + key, *slot, driver + ": " + p.help + " (default " + p.default_value + ")")
-        ->type_name("VALUE")
-        ->group("Driver " + driver);
-    s.params.emplace_back(key, std::move(slot));
+    CLI::Option* o =
+        app.add_option("--" + key, *new_sink(k), driver + ": " + p.help + " (default " + p.default_value + ")")
+            ->type_name("VALUE")
+            ->group("Driver " + driver)
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    k.key[o] = key;
   }
 }
 
-Status apply_slots(CLI::App& app, CliSlots& s, BenchConfig& cfg, JobSpec& job) {
-  for (auto& [def, val] : s.opts) {
-    if (app.get_option(std::string("--") + def->name)->count() == 0) continue;
-    Status st = apply_option(cfg, job, def->name, *val);
-    if (!st) return st;
-  }
-  for (const std::string& a : s.attrs) {
-    Status st = apply_option(cfg, job, "attr", a);
-    if (!st) return st;
-  }
-  for (auto& [key, val] : s.params) {
-    if (app.get_option("--" + key)->count() == 0) continue;
-    Status st = apply_option(cfg, job, key, *val);
-    if (!st) return st;
+// Sorts the parsed options into defaults, --name jobs and job-file overrides.
+Status collect_args(const CLI::App& app, const CliKeys& k, JobSource* src) {
+  std::map<const CLI::Option*, size_t> next;
+  std::vector<OptionArg>* dest = &src->defaults;
+  for (const CLI::Option* o : app.parse_order()) {
+    const std::string& v = o->results().at(next[o]++);
+    if (o == k.jobfile) {
+      if (!src->cli_jobs.empty()) return Status::invalid("--name cannot be combined with a job file");
+      src->file_name = v;
+      dest = &src->overrides;
+      continue;
+    }
+    const std::string& key = k.key.at(o);
+    if (key == "name") {
+      if (!src->file_name.empty()) return Status::invalid("--name cannot be combined with a job file");
+      dest = &src->cli_jobs.emplace_back();
+    }
+    dest->push_back({key, v});
   }
   return Status::ok();
 }
@@ -418,15 +452,21 @@ Status apply_slots(CLI::App& app, CliSlots& s, BenchConfig& cfg, JobSpec& job) {
 }  // namespace
 
 ParseOutcome parse_bench_args(int argc, const char* const* argv,
-                              const std::vector<blkmq::ParamInfo>& driver_params, BenchConfig* cfg) {
+                              const std::vector<blkmq::ParamInfo>& driver_params, BenchConfig* cfg,
+                              ParamLookup lookup) {
   ParseOutcome out;
   BenchConfig c;
   c.driver = prescan_driver(argc, argv);
   c.driver_param_info = driver_params;
-  CLI::App app("Load generator for blkmq devices, with fio's option names.", "blkmq bench");
+  c.param_lookup = lookup;
+  CLI::App app("Load generator for blkmq devices, with fio's option names and job files.",
+               "blkmq bench");
+  app.footer("Without a job file, options before the first --name apply to every job and each --name starts a\n"
+             "job. With a job file, options before it are defaults under its [global], options after it\n"
+             "override every job. stonewall starts a new group, run after the previous one.");
   app.get_formatter()->column_width(40);
-  CliSlots slots;
-  register_options(app, slots, c.driver, driver_params);
+  CliKeys keys;
+  register_options(app, keys, c.driver, driver_params);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -437,15 +477,19 @@ ParseOutcome parse_bench_args(int argc, const char* const* argv,
     out.message = std::string("blkmq bench: ") + e.what();
     return out;
   }
-  JobSpec job;
-  Status st = apply_slots(app, slots, c, job);
-  if (st) st = finalize_job(job);
+  JobSource src;
+  Status st = collect_args(app, keys, &src);
+  if (st && !src.file_name.empty()) {
+    blkmq::Result<std::vector<IniSection>> f = read_job_file(src.file_name);
+    if (f) src.file = std::move(*f);
+    else st = f.status();
+  }
+  if (st) st = build_jobs(src, c);
   if (!st) {
     out.exit_code = 1;
     out.message = "blkmq bench: " + st.message();
     return out;
   }
-  c.jobs.push_back(std::move(job));
   *cfg = std::move(c);
   out.proceed = true;
   return out;

@@ -2,8 +2,8 @@
 // BenchConfig (run-wide settings plus one JobSpec per job section).
 //
 // Every option is applied by one function of (key, value), so the command
-// line, a later fio job file ([global] + [job] sections) and a later
-// `--cycle` option all share the same parsing and validation.
+// line and fio job files ([global] + job sections, see jobfile.h) share the
+// same parsing and validation.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 
 #include "blkmq/device.h"
 #include "blkmq/status.h"
+#include "bench/cycle.h"
 
 namespace bench {
 
@@ -64,33 +65,51 @@ struct JobSpec {
   uint64_t randseed = 0x89;          // fio's default seed
   VerifyMode verify = VerifyMode::none;
   bool thread = true;                // always threads; option accepted for fio
+  bool stonewall = false;            // starts a new group, run after the previous one
+  unsigned groupid = 0;              // derived from stonewall when the jobs are built
   // Options as the user gave them, for the JSON "job options" object.
   std::vector<std::pair<std::string, std::string>> given;
 };
+
+// Looks up the parameters of a driver (blkmq::device_params in the tool), so
+// a `driver=` line in a job file brings that driver's parameters along.
+using ParamLookup = std::vector<blkmq::ParamInfo> (*)(std::string_view driver);
 
 // Run-wide settings: device, output, reporting.
 struct BenchConfig {
   std::string driver = "null";
   blkmq::ParamMap device_params;     // driver parameters and "attr:PATH"
   std::vector<blkmq::ParamInfo> driver_param_info;  // what the driver accepts
+  ParamLookup param_lookup = nullptr;  // nullptr: driver_param_info stays as given
+  std::vector<CycleSpec> cycles;     // --cycle, in the order given
   OutputFormat output_format = OutputFormat::normal;
   std::string output_file;           // empty: stdout
   bool group_reporting = false;
   std::vector<JobSpec> jobs;
 };
 
+// What an option configures. A job file may set `device` options only in
+// [global]: there is one device per run.
+enum class OptionScope : uint8_t { job, run, device };
+
 // How an option is named and parsed. `flag` options take an optional value on
-// the command line (--time_based or --time_based=0).
+// the command line (--time_based or --time_based=0) and may be a bare key in
+// a job file.
 struct OptionDef {
   const char* name;
   const char* alias;  // nullptr if none
   bool flag;
   const char* help;
   Status (*apply)(BenchConfig& cfg, JobSpec& job, std::string_view value);
+  OptionScope scope = OptionScope::job;
 };
 
 // The table of bench options (not driver parameters).
 const std::vector<OptionDef>& option_defs();
+// The bench option named `key` (or aliased), nullptr if none.
+const OptionDef* find_option(std::string_view key);
+// True for device options and for the driver parameters cfg knows.
+bool is_device_option(const BenchConfig& cfg, std::string_view key);
 
 // Applies one option: a bench option from option_defs(), or a driver
 // parameter listed in cfg.driver_param_info (stored in cfg.device_params).
@@ -120,11 +139,16 @@ struct ParseOutcome {
   std::string message;    // help text or error message
 };
 
-// Parses `blkmq bench` arguments (argv[0] is the subcommand name) with the
-// given driver parameters registered as --NAME options. A driver parameter
-// whose name is also a bench option is reachable as --DRIVER.NAME.
+// Parses `blkmq bench [JOBFILE] [options]` (argv[0] is the subcommand name)
+// with the given driver parameters registered as --NAME options. A driver
+// parameter whose name is also a bench option is reachable as --DRIVER.NAME.
+// Options apply in the order given. Without a job file, options before the
+// first --name are global and each --name starts a job, as in fio. With a
+// job file, options before it are defaults under its [global] and options
+// after it override every job; --name cannot be combined with a job file.
+// `lookup` (may be nullptr) finds the parameters of a driver a job file picks.
 ParseOutcome parse_bench_args(int argc, const char* const* argv,
                               const std::vector<blkmq::ParamInfo>& driver_params,
-                              BenchConfig* cfg);
+                              BenchConfig* cfg, ParamLookup lookup = nullptr);
 
 }  // namespace bench

@@ -162,6 +162,16 @@ std::string disk_block(const RunReport& r) {
                      d.write_ticks_ms, d.time_in_queue_ms, disk_util(r));
 }
 
+std::string cycles_block(const RunReport& r) {
+  if (r.cycles.empty()) return "";
+  std::string out = "\nAttribute cycles:\n";
+  for (const CycleResult& c : r.cycles) {
+    out += sprintf_str("  %s: switches=%" PRIu64 ", refused=%" PRIu64 "\n", c.path.c_str(), c.switches, c.refused);
+    if (!c.first_error.empty()) out += "    first refusal: " + c.first_error + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string num2str(double v, unsigned base) {
@@ -235,6 +245,7 @@ std::string format_normal(const RunReport& r) {
     if (std::find(gids.begin(), gids.end(), j.groupid) == gids.end()) gids.push_back(j.groupid);
   for (unsigned g : gids) out += group_status(r, g);
   out += threads_block(r);
+  out += cycles_block(r);
   out += disk_block(r);
   return out;
 }
@@ -329,7 +340,20 @@ json blkmq_json(const RunReport& r) {
   json threads = json::object();
   for (const auto& [group, u] : r.threads)
     threads[group] = {{"cpu_ns", u.cpu_ns}, {"nr_threads", u.nr_threads}, {"nvcsw", u.nvcsw}, {"nivcsw", u.nivcsw}};
-  return {{"driver", r.driver}, {"device", r.device_name}, {"run_ns", r.run_ns}, {"threads", threads}};
+  json out = {{"driver", r.driver}, {"device", r.device_name}, {"run_ns", r.run_ns}, {"threads", threads}};
+  json groups = json::array();
+  for (const GroupSpan& g : r.groups)
+    groups.push_back({{"groupid", g.groupid}, {"start_ns", g.start_ns}, {"end_ns", g.end_ns}});
+  if (!r.groups.empty()) out["groups"] = groups;
+  if (r.cycles.empty()) return out;
+  json cycles = json::array();
+  for (const CycleResult& c : r.cycles) {
+    json one = {{"path", c.path}, {"switches", c.switches}, {"refused", c.refused}};
+    if (!c.first_error.empty()) one["first_error"] = c.first_error;
+    cycles.push_back(one);
+  }
+  out["cycles"] = cycles;
+  return out;
 }
 
 }  // namespace

@@ -12,11 +12,19 @@
 
 #include "blkmq/queue.h"
 #include "blkmq/threads.h"
+#include "bench/cycle.h"
 #include "bench/stats.h"
 
 namespace bench {
 
 using ThreadUsageMap = std::map<std::string, blkmq::ThreadGroupUsage>;
+
+// When a group of jobs ran, in ns from the start of the first group.
+struct GroupSpan {
+  unsigned groupid = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
 
 struct RunReport {
   std::vector<JobResult> jobs;    // one per job thread, in start order
@@ -29,6 +37,8 @@ struct RunReport {
   bool have_disk = false;
   blkmq::DiskStat disk{};         // delta over the run
   ThreadUsageMap threads;         // delta over the run
+  std::vector<CycleResult> cycles;  // --cycle switches, one per attribute
+  std::vector<GroupSpan> groups;  // in run order
 };
 
 // Per-group deltas of blkmq::thread_usage() snapshots. nr_threads is the

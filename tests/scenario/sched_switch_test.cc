@@ -1,0 +1,300 @@
+// Scheduler switching under verified I/O: four threads write and read back
+// their own blocks of a memory-backed null device while a control thread
+// rotates queue/scheduler among every registered scheduler and changes
+// queue/nr_requests between 4 and its maximum. A switch freezes the queue,
+// moves requests between scheduler and driver tags and rebuilds the
+// scheduler: no bio may be lost, ended twice or see another's data. The
+// test registers a FIFO scheduler of its own, so a scheduler is in the
+// rotation even where none is built in.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "blkmq/blkmq.h"
+#include "watchdog.h"
+
+namespace blkmq::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint32_t kBlock = 4096;
+constexpr unsigned kThreads = 4;
+constexpr unsigned kBlocksPerThread = 512;
+constexpr unsigned kDepthPerThread = 16;
+constexpr unsigned kQueueDepth = 64;         // hw_queue_depth: the nr_requests limit without a scheduler
+constexpr unsigned kMaxSchedRequests = 2048;  // the limit with one (the kernel's)
+constexpr auto kSwitchPeriod = std::chrono::milliseconds(100);
+constexpr auto kResizePeriod = std::chrono::milliseconds(20);
+
+struct SwitchIo {
+  Bio bio;
+  iovec v;
+  alignas(64) uint8_t buf[kBlock];
+  std::atomic<int> ends{0};
+  std::atomic<bool> done{true};
+  uint32_t block = 0;
+  uint32_t pattern = 0;
+  bool is_write = false;
+};
+
+struct Counts {
+  std::atomic<uint64_t> submitted{0}, ended{0}, doubles{0}, errors{0}, mismatches{0}, verified{0};
+};
+
+void switch_end_io(Bio* b) {
+  auto* io = static_cast<SwitchIo*>(b->private_data);
+  io->ends.fetch_add(1, std::memory_order_relaxed);
+  io->done.store(true, std::memory_order_release);
+}
+
+// Each 8-byte word names the block, the write and the offset, so a block
+// that lands in the wrong place or is stale fails the comparison.
+void fill_block(uint8_t* p, uint64_t block, uint32_t pattern) {
+  for (uint32_t i = 0; i < kBlock; i += 8) {
+    uint64_t v = (block << 32) ^ (uint64_t{pattern} << 13) ^ i;
+    std::memcpy(p + i, &v, 8);
+  }
+}
+
+// One worker: keeps kDepthPerThread I/Os in flight over its own blocks and
+// remembers what each block must hold.
+class Worker {
+ public:
+  Worker(Queue& q, unsigned id, Counts& c) : q_(q), base_(uint64_t{id} * kBlocksPerThread), c_(c), rng_(id + 1) {}
+
+  void run(const std::atomic<bool>& stop) {
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (SwitchIo& io : ios_)
+        if (io.done.load(std::memory_order_acquire)) {
+          reap(io);
+          issue(io);
+        }
+      std::this_thread::yield();
+    }
+    for (SwitchIo& io : ios_) {
+      while (!io.done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      reap(io);
+    }
+  }
+
+ private:
+  void reap(SwitchIo& io) {
+    const int ends = io.ends.exchange(0, std::memory_order_relaxed);
+    if (ends == 0) return;
+    if (ends > 1) c_.doubles++;
+    c_.ended++;
+    busy_[io.block] = false;
+    if (io.bio.status != BlkStatus::ok) {
+      c_.errors++;
+    } else if (io.is_write) {
+      written_[io.block] = io.pattern;
+    } else if (written_[io.block] != 0) {
+      uint8_t want[kBlock];
+      fill_block(want, base_ + io.block, written_[io.block]);
+      if (std::memcmp(want, io.buf, kBlock) != 0) c_.mismatches++;
+      c_.verified++;
+    }
+  }
+
+  void issue(SwitchIo& io) {
+    const uint32_t blk = static_cast<uint32_t>(rng_() % kBlocksPerThread);
+    if (busy_[blk]) return;  // one I/O per block at a time: the expected content stays known
+    busy_[blk] = true;
+    io.block = blk;
+    io.is_write = rng_() % 2 == 0;
+    io.pattern = static_cast<uint32_t>(rng_() | 1);
+    if (io.is_write) fill_block(io.buf, base_ + blk, io.pattern);
+    else std::memset(io.buf, 0, kBlock);
+    io.v = iovec{io.buf, kBlock};
+    io.bio = Bio{};
+    io.bio.op = io.is_write ? ReqOp::write : ReqOp::read;
+    io.bio.sector = (base_ + blk) * (kBlock >> 9);
+    io.bio.size = kBlock;
+    io.bio.vec = &io.v;
+    io.bio.nr_vecs = 1;
+    io.bio.end_io = switch_end_io;
+    io.bio.private_data = &io;
+    io.done.store(false, std::memory_order_relaxed);
+    c_.submitted++;
+    q_.submit_bio(&io.bio);
+  }
+
+  Queue& q_;
+  const uint64_t base_;
+  Counts& c_;
+  std::mt19937_64 rng_;
+  std::vector<SwitchIo> ios_ = std::vector<SwitchIo>(kDepthPerThread);
+  std::vector<uint32_t> written_ = std::vector<uint32_t>(kBlocksPerThread, 0);  // 0: never written
+  std::vector<bool> busy_ = std::vector<bool>(kBlocksPerThread, false);
+};
+
+// A FIFO scheduler of this test, so that switching to and from a scheduler
+// (scheduler tags, nr_requests up to 2048) is exercised whatever else is
+// registered. It never merges; it only hands requests back in order.
+struct FifoSched {
+  std::mutex lock;
+  ListNode queued;
+  std::atomic<unsigned> count{0};
+};
+
+FifoSched* fifo_of(HwCtx* hctx) { return static_cast<FifoSched*>(queue_elevator(hctx->queue)->elevator_data); }
+
+const ElevatorType kFifoType = [] {
+  ElevatorType t;
+  t.name = "test-fifo";
+  t.queue_wide = true;
+  t.ops.init_sched = [](Queue*, ElevatorQueue* eq) {
+    eq->elevator_data = new FifoSched;
+    return Status::ok();
+  };
+  t.ops.exit_sched = [](ElevatorQueue* eq) { delete static_cast<FifoSched*>(eq->elevator_data); };
+  t.ops.insert_requests = [](HwCtx* hctx, ListNode* list, uint32_t flags) {
+    FifoSched* f = fifo_of(hctx);
+    unsigned n = 0;
+    for (ListNode* p = list->next; p != list; p = p->next) n++;
+    std::lock_guard g(f->lock);
+    if (flags & kInsertAtHead) f->queued.splice_head(list);
+    else f->queued.splice_tail(list);
+    f->count.fetch_add(n, std::memory_order_release);
+  };
+  t.ops.dispatch_request = [](HwCtx* hctx) -> Request* {
+    FifoSched* f = fifo_of(hctx);
+    std::lock_guard g(f->lock);
+    if (f->queued.empty()) return nullptr;
+    ListNode* n = f->queued.next;
+    ListNode::unlink(n);
+    f->count.fetch_sub(1, std::memory_order_relaxed);
+    return list_entry<Request, &Request::queuelist>(n);
+  };
+  t.ops.has_work = [](HwCtx* hctx) { return fifo_of(hctx)->count.load(std::memory_order_acquire) != 0; };
+  return t;
+}();
+
+void register_test_fifo() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Status st = register_elevator(&kFifoType);
+    EXPECT_TRUE(st) << st.message();
+  });
+}
+
+// "[none] mq-deadline kyber" -> {"none", "mq-deadline", "kyber"}; the
+// bracketed one is current.
+std::vector<std::string> parse_schedulers(const std::string& attr, std::string* current) {
+  std::vector<std::string> out;
+  std::istringstream in(attr);
+  for (std::string w; in >> w;) {
+    if (w.size() > 2 && w.front() == '[' && w.back() == ']') {
+      w = w.substr(1, w.size() - 2);
+      if (current) *current = w;
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+TEST(SchedSwitchParse, ReadsTheSysfsList) {
+  std::string cur;
+  EXPECT_EQ(parse_schedulers("[none] mq-deadline kyber\n", &cur),
+            (std::vector<std::string>{"none", "mq-deadline", "kyber"}));
+  EXPECT_EQ(cur, "none");
+  EXPECT_EQ(parse_schedulers("none [kyber]", &cur), (std::vector<std::string>{"none", "kyber"}));
+  EXPECT_EQ(cur, "kyber");
+}
+
+// The control thread's work: every kSwitchPeriod the next scheduler, every
+// kResizePeriod an nr_requests value valid for the current one (a boundary
+// every other time). It is the only thread changing attributes, so the
+// limit it computes is the limit the queue applies.
+struct Controller {
+  Queue& q;
+  std::vector<std::string> scheds;
+  size_t next_sched = 0;
+  bool have_sched = false;
+  std::mt19937 rng{12345};
+  uint64_t sched_switches = 0, resizes = 0;
+
+  void switch_scheduler() {
+    const std::string& name = scheds[next_sched++ % scheds.size()];
+    Status st = q.set_attr("queue/scheduler", name);
+    ASSERT_TRUE(st) << "queue/scheduler=" << name << ": " << st.message();
+    auto now = q.attr("queue/scheduler");
+    ASSERT_TRUE(now);
+    std::string cur;
+    parse_schedulers(*now, &cur);
+    ASSERT_EQ(cur, name);
+    have_sched = name != "none";
+    sched_switches++;
+  }
+
+  void resize() {
+    const unsigned max = have_sched ? kMaxSchedRequests : kQueueDepth;
+    unsigned nr = 4 + rng() % (max - 3);
+    if (resizes % 4 == 1) nr = 4;
+    if (resizes % 4 == 3) nr = max;
+    Status st = q.set_attr("queue/nr_requests", std::to_string(nr));
+    ASSERT_TRUE(st) << "queue/nr_requests=" << nr << ": " << st.message();
+    resizes++;
+  }
+};
+
+TEST(SchedSwitch, RotateSchedulersAndNrRequestsUnderVerifiedIo) {
+  const double seconds = 20.0 * stress_scale();
+  Watchdog wd("scheduler switch scenario", std::chrono::seconds(static_cast<int>(seconds) + 120));
+  register_test_fifo();
+  auto made = create_device("null", {{"memory_backed", "1"},
+                                     {"hw_queue_depth", std::to_string(kQueueDepth)},
+                                     {"size", "64"}});
+  ASSERT_TRUE(made) << made.status().message();
+  std::unique_ptr<Device> dev = std::move(made.value());
+  Queue& q = dev->queue();
+  ASSERT_GE(dev->size_bytes(), uint64_t{kThreads} * kBlocksPerThread * kBlock);
+  auto list = q.attr("queue/scheduler");
+  ASSERT_TRUE(list) << list.status().message();
+  Controller ctl{q, parse_schedulers(*list, nullptr)};
+  ASSERT_FALSE(ctl.scheds.empty());
+  std::printf("[          ] schedulers: %s, %.1f s\n", list->c_str(), seconds);
+
+  Counts c;
+  std::atomic<bool> stop{false};
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < kThreads; i++) workers.push_back(std::make_unique<Worker>(q, i, c));
+  for (auto& w : workers) threads.emplace_back([&stop, w = w.get()] { w->run(stop); });
+
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  auto next_switch = Clock::now();
+  while (Clock::now() < end && !::testing::Test::HasFatalFailure()) {
+    if (Clock::now() >= next_switch) {
+      ctl.switch_scheduler();
+      next_switch += kSwitchPeriod;
+    }
+    ctl.resize();
+    std::this_thread::sleep_for(kResizePeriod);
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+
+  std::printf("[          ] %llu I/Os, %llu verified reads, %llu scheduler switches, %llu nr_requests changes\n",
+              static_cast<unsigned long long>(c.submitted.load()), static_cast<unsigned long long>(c.verified.load()),
+              static_cast<unsigned long long>(ctl.sched_switches), static_cast<unsigned long long>(ctl.resizes));
+  EXPECT_GT(c.submitted.load(), 1000u);
+  EXPECT_GT(c.verified.load(), 0u);
+  EXPECT_GE(ctl.sched_switches, 5u);
+  EXPECT_EQ(c.ended.load(), c.submitted.load());
+  EXPECT_EQ(c.doubles.load(), 0u);
+  EXPECT_EQ(c.errors.load(), 0u);
+  EXPECT_EQ(c.mismatches.load(), 0u);
+  EXPECT_EQ(q.disk_stat().in_flight, 0u);
+}
+
+}  // namespace
+}  // namespace blkmq::test

@@ -1,0 +1,100 @@
+// `blkmq bench JOBFILE` end to end against the null device: groups run in
+// order, JSON carries the groupids, --cycle switches and refusals count.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bench.h"
+
+namespace bench {
+namespace {
+
+std::string temp_path(const std::string& stem) {
+  return ::testing::TempDir() + "blkmq_e2e_" + std::to_string(getpid()) + "_" + stem;
+}
+
+int run_bench(std::vector<std::string> args) {
+  args.insert(args.begin(), "bench");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return bench_main(static_cast<int>(args.size()), argv.data());
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return nlohmann::json::parse(s.str());
+}
+
+TEST(BenchEndToEnd, JobFileGroupsRunInOrder) {
+  const std::string job = temp_path("two_groups.fio");
+  const std::string out = temp_path("two_groups.json");
+  std::ofstream(job) << "; two groups on the null device\n"
+                        "[global]\nbs=4k\nsize=1m\nioengine=psync\nmemory_backed=1\n\n"
+                        "[writer]\nrw=write\n"
+                        "[writer2]\nrw=randwrite\noffset=1m\n"
+                        "[reader]\nstonewall\nrw=read\nsize=2m\n";
+  int rc = run_bench({job, "--output-format=json", "--output=" + out, "--cycle=queue/nomerges=0,1@1"});
+  ASSERT_EQ(rc, 0);
+  nlohmann::json j = read_json(out);
+  ASSERT_EQ(j["jobs"].size(), 3u);
+  EXPECT_EQ(j["jobs"][0]["jobname"], "writer");
+  EXPECT_EQ(j["jobs"][0]["groupid"], 0);
+  EXPECT_EQ(j["jobs"][1]["groupid"], 0);
+  EXPECT_EQ(j["jobs"][2]["jobname"], "reader");
+  EXPECT_EQ(j["jobs"][2]["groupid"], 1);
+  EXPECT_EQ(j["jobs"][0]["write"]["io_bytes"], 1u << 20);
+  EXPECT_EQ(j["jobs"][2]["read"]["io_bytes"], 2u << 20);
+  const auto& groups = j["blkmq"]["groups"];
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0]["groupid"], 0);
+  EXPECT_EQ(groups[1]["groupid"], 1);
+  EXPECT_GE(groups[1]["start_ns"].get<uint64_t>(), groups[0]["end_ns"].get<uint64_t>());
+  ASSERT_EQ(j["blkmq"]["cycles"].size(), 1u);
+  EXPECT_EQ(j["blkmq"]["cycles"][0]["path"], "queue/nomerges");
+  EXPECT_EQ(j["blkmq"]["cycles"][0]["refused"], 0);
+  std::remove(job.c_str());
+  std::remove(out.c_str());
+}
+
+TEST(BenchEndToEnd, GroupReportingPerGroup) {
+  const std::string out = temp_path("gr.json");
+  int rc = run_bench({"--bs=4k", "--size=256k", "--ioengine=sync", "--group_reporting", "--name=a", "--rw=write",
+                      "--numjobs=2", "--name=b", "--stonewall", "--rw=read", "--numjobs=2", "--output-format=json",
+                      "--output=" + out});
+  ASSERT_EQ(rc, 0);
+  nlohmann::json j = read_json(out);
+  ASSERT_EQ(j["jobs"].size(), 2u);  // one merged entry per group
+  EXPECT_EQ(j["jobs"][0]["groupid"], 0);
+  EXPECT_EQ(j["jobs"][0]["write"]["io_bytes"], 512u << 10);
+  EXPECT_EQ(j["jobs"][1]["groupid"], 1);
+  EXPECT_EQ(j["jobs"][1]["read"]["io_bytes"], 512u << 10);
+  std::remove(out.c_str());
+}
+
+TEST(BenchEndToEnd, RefusedCycleValueFailsTheRun) {
+  const std::string out = temp_path("refused.json");
+  // Without a scheduler nr_requests is at most the queue depth (64 here).
+  int rc = run_bench({"--rw=randread", "--bs=4k", "--size=1m", "--runtime=200ms", "--time_based",
+                      "--hw_queue_depth=64", "--cycle=queue/nr_requests=4,100000@20", "--output-format=json",
+                      "--output=" + out});
+  EXPECT_EQ(rc, 1);
+  nlohmann::json j = read_json(out);
+  const auto& c = j["blkmq"]["cycles"][0];
+  EXPECT_GT(c["switches"].get<uint64_t>(), 0u);
+  EXPECT_GT(c["refused"].get<uint64_t>(), 0u);
+  EXPECT_NE(c["first_error"].get<std::string>().find("100000"), std::string::npos);
+  std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace bench
