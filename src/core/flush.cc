@@ -92,12 +92,14 @@ bool flush_rq_end_io(Request* frq, BlkStatus st) {
   done.splice_tail(&fq->pending[fq->pending_idx ^ 1]);
   fq->running = false;
   fq->lock.unlock();
+  // Issue the flush for what queued up meanwhile before ending anything:
+  // once the last request of the queue ends, the queue (and fq) may go.
+  kick_flush(fq);
   while (!done.empty()) {
     Request* rq = rq_of(done.next);
     ListNode::unlink(&rq->queuelist);
     complete_seq(fq, rq, next_step(rq), st);
   }
-  kick_flush(fq);
   return false;
 }
 
