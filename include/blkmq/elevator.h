@@ -125,6 +125,13 @@ bool sched_try_merge(Queue* q, Bio* bio, unsigned nr_segs, Request** absorbed);
 // requests_merged for each merge.
 bool sched_try_insert_merge(Queue* q, Request* rq, ListNode* free_list);
 
+// blk_bio_list_merge: tries to back- or front-merge the bio into one of the
+// last 8 requests of a scheduler's own list (linked through queuelist),
+// newest first, with the core's eligibility and size checks. For schedulers
+// that merge in their own insertion lists (kyber's per-ctx queues); call with
+// the lock that protects `list` held. Returns true if the bio merged.
+bool bio_list_merge(Queue* q, ListNode* list, Bio* bio, unsigned nr_segs);
+
 // Frees requests linked through queuelist (blk_mq_free_requests). Any context.
 void free_requests(ListNode* list);
 

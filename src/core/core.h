@@ -281,7 +281,7 @@ class QueueImpl final : public Queue {
   std::atomic<uint64_t> stamp_ns_{0};
   std::atomic<uint64_t> queue_time_ns_{0};
   // mq-deadline style queue-wide scheduler flag
-  bool sq_sched_ = false;
+  std::atomic<bool> sq_sched_{false};  // read by queue runs outside any lock
   std::atomic<bool> stats_enabled_{false};  // kRqfStats on new requests
 };
 

@@ -502,12 +502,19 @@ void delay_run_hw_queue(HwCtxImpl* h, unsigned msecs) {
 
 void run_hw_queue(HwCtxImpl* h, bool async) {
   QueueImpl* q = h->q;
-  if (q->quiesced() || !has_pending(h)) return;
+  // The need-run check reads the elevator (has_work): like the kernel, do it
+  // inside the dispatch epoch, so that a scheduler switch (which quiesces
+  // and waits for the epoch to drain) cannot free that state under it.
+  q->dispatch_enter();
+  if (q->quiesced() || !has_pending(h)) {
+    q->dispatch_exit();
+    return;
+  }
   if (async || in_interrupt() || !cpu_in_hctx(h)) {
+    q->dispatch_exit();
     delay_run_hw_queue(h, 0);
     return;
   }
-  q->dispatch_enter();
   sched_dispatch_requests(h);
   q->dispatch_exit();
 }

@@ -57,6 +57,19 @@ MergeResult attempt_bio_merge(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_s
   return MergeResult::ok;
 }
 
+// Newest requests first, at most kCtxMergeScan of them: a merge is most
+// likely with what was just queued, and the scan stays bounded under a lock.
+bool list_merge(QueueImpl* q, ListNode* list, Bio* bio, unsigned nr_segs) {
+  unsigned scanned = 0;
+  for (ListNode* n = list->prev; n != list && scanned < kCtxMergeScan; n = n->prev, scanned++) {
+    Request* rq = list_entry<Request, &Request::queuelist>(n);
+    MergeResult r = attempt_bio_merge(q, rq, bio, nr_segs);
+    if (r == MergeResult::none) continue;
+    return r == MergeResult::ok;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool bio_mergeable(const Bio* bio) {
@@ -89,19 +102,14 @@ bool ctx_bio_merge(QueueImpl* q, SwCtx* ctx, HctxType type, Bio* bio, unsigned n
   HwCtxImpl* h = ctx->hctxs[static_cast<unsigned>(type)];
   const unsigned ht = static_cast<unsigned>(h->type);
   if (!h->ctx_map.test(ctx->index_hw[ht])) return false;
-  ListNode& list = ctx->rq_lists[ht];
-  bool merged = false;
   ctx->lock.lock();
-  unsigned scanned = 0;
-  for (ListNode* n = list.prev; n != &list && scanned < kCtxMergeScan; n = n->prev, scanned++) {
-    Request* rq = list_entry<Request, &Request::queuelist>(n);
-    MergeResult r = attempt_bio_merge(q, rq, bio, nr_segs);
-    if (r == MergeResult::none) continue;
-    merged = r == MergeResult::ok;
-    break;
-  }
+  const bool merged = list_merge(q, &ctx->rq_lists[ht], bio, nr_segs);
   ctx->lock.unlock();
   return merged;
+}
+
+bool bio_list_merge(Queue* q, ListNode* list, Bio* bio, unsigned nr_segs) {
+  return list_merge(to_impl(q), list, bio, nr_segs);
 }
 
 }  // namespace blkmq

@@ -1,0 +1,60 @@
+// The kyber I/O scheduler (block/kyber-iosched.c): throttles each class of
+// I/O (read, write, discard, other) with a device-wide pool of tokens and
+// resizes the pools from measured latencies so reads meet their target.
+//
+// register_kyber() makes it selectable as queue/scheduler "kyber". The rest
+// of this header is introspection for tests and tools: it lets a test feed
+// synthetic latencies and run the timer's work with a fake time, so the
+// feedback loop is checked deterministically, without a device or a clock.
+#pragma once
+
+#include <cstdint>
+
+#include "blkmq/elevator.h"
+
+namespace blkmq::kyber {
+
+// Scheduling domains, by request op.
+enum Domain : unsigned { kRead = 0, kWrite, kDiscard, kOther, kNrDomains };
+// Latency kinds kept per domain: total (allocation to completion, includes
+// the time throttled in the scheduler) and I/O (issue to completion).
+enum LatencyType : unsigned { kTotalLatency = 0, kIoLatency, kNrLatencyTypes };
+
+constexpr unsigned kLatencyShift = 2;    // a bucket is target / 4 wide
+constexpr unsigned kGoodBuckets = 4;     // buckets 0-3: within the target
+constexpr unsigned kLatencyBuckets = 8;  // bucket 7: above 1.75 x target
+// Token pool sizes (also the most a resize can grow them to).
+constexpr unsigned kDomainDepth[kNrDomains] = {256, 128, 64, 16};
+// Requests dispatched from one domain before the next gets a turn.
+constexpr unsigned kBatchSize[kNrDomains] = {16, 8, 1, 1};
+// Default latency targets (ns) of the domains that have one.
+constexpr uint64_t kDefaultTarget[kOther] = {2'000'000ull, 10'000'000ull, 5'000'000'000ull};
+// Tunable range for read_lat_nsec / write_lat_nsec.
+constexpr uint64_t kMinTargetNs = 1;
+constexpr uint64_t kMaxTargetNs = 3600ull * 1'000'000'000ull;
+
+// Adds kyber to the registered elevators. Idempotent; task context.
+void register_kyber();
+
+// The domain an op is scheduled in.
+Domain op_domain(ReqOp op);
+
+// ---- introspection; eq must be a queue's kyber instance ----
+
+// Current size of a domain's token pool.
+unsigned domain_depth(ElevatorQueue* eq, Domain d);
+// Tokens of a domain held by dispatched requests right now.
+unsigned domain_tokens_in_use(ElevatorQueue* eq, Domain d);
+// Latency target (ns) of a domain below kOther.
+uint64_t latency_target(ElevatorQueue* eq, Domain d);
+// Records one latency sample (ns) on the calling CPU as a completion would,
+// without arming the timer.
+void record_latency(ElevatorQueue* eq, Domain d, LatencyType type, uint64_t latency_ns);
+// Runs the timer's work now with `now_ns` as the time: sums the histograms
+// and resizes the token pools. Serialised with the real timer.
+void run_timer_work(ElevatorQueue* eq, uint64_t now_ns);
+// The clock the timer's work reads when the timer fires (default: the
+// monotonic clock). Set before I/O starts.
+void set_clock(ElevatorQueue* eq, uint64_t (*clock)());
+
+}  // namespace blkmq::kyber
