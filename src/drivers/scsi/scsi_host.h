@@ -140,7 +140,7 @@ class ScsiHost {
   // Adds a LUN with its own request queue on the host's tag set.
   Result<ScsiLun*> add_lun(const ScsiLunConfig& cfg);
   unsigned nr_luns() const { return nr_luns_.load(std::memory_order_acquire); }
-  ScsiLun& lun(unsigned i) { return *luns_[i]; }
+  ScsiLun& lun(unsigned i) { return *luns_[i]; }  // i < nr_luns()
 
   const ScsiHostConfig& config() const { return cfg_; }
   unsigned host_no() const { return host_no_; }
