@@ -400,6 +400,29 @@ TEST(UringDevice, OutOfRangeAndMisalignedFailCleanly) {
   EXPECT_EQ(std::filesystem::file_size(dir.file("disk")), 1u << 20);
 }
 
+TEST(UringDevice, ReadPastAShrunkFileFailsAfterTheShortPart) {
+  TempDir dir;
+  const std::string f = dir.file("disk");
+  auto dev = make({{"filename", f}, {"size", "1m"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  AlignedBuf buf(8192);
+  fill_pattern(buf.data, 8192, 17);
+  ASSERT_EQ(q.write_sync(buf.data, (1u << 20) - 8192, 8192), BlkStatus::ok);
+  // Someone else shrinks the file: the read comes back short, the driver
+  // continues after the short part (across segments) and finds EOF.
+  ASSERT_EQ(truncate(f.c_str(), (1u << 20) - 3000), 0);
+  Waiter w;
+  IoSlot s;
+  AlignedBuf back(8192);
+  s.prep(ReqOp::read, (1u << 20) - 8192, 8192, back.data, &w, 0, 512);
+  q.submit_bio(&s.bio);
+  ASSERT_TRUE(w.wait(1));
+  EXPECT_EQ(s.bio.status, BlkStatus::ioerr);
+  EXPECT_EQ(std::memcmp(back.data, buf.data, 8192 - 3000), 0);
+  EXPECT_EQ(q.read_sync(back.data, 0, 4096), BlkStatus::ok);
+}
+
 // Mounts a 1 MiB tmpfs for the life of the object, where permitted.
 class SmallTmpfs {
  public:

@@ -89,6 +89,7 @@ class UringQueue {
   bool ring_ready_ = false;
   bool poll_type_ = false;
   bool fixed_file_ = false;
+  bool sqpoll_ = false;
   io_uring ring_{};
   // Serializes SQ use: dispatchers of this hctx and resubmissions.
   std::mutex sq_mu_;

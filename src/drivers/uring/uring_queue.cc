@@ -55,6 +55,7 @@ int UringQueue::start(bool poll_type) {
   poll_type_ = poll_type;
   const UringParams& p = dev_->params();
   io_uring_params up{};
+  sqpoll_ = p.sqpoll;
   if (p.sqpoll) {
     up.flags |= IORING_SETUP_SQPOLL;
     up.sq_thread_idle = kSqThreadIdleMs;
@@ -62,7 +63,15 @@ int UringQueue::start(bool poll_type) {
   if (poll_type && dev_->features().iopoll) up.flags |= IORING_SETUP_IOPOLL;
   // Room for every tag, the flush request and the reaper's stop NOP.
   const unsigned entries = p.hw_queue_depth + 2;
-  if (int r = io_uring_queue_init_params(entries, &ring_, &up); r < 0) return r;
+  // SUBMIT_ALL (5.18): one bad SQE must not leave the rest of a batch
+  // behind in the SQ. Older kernels refuse the flag; go without it there.
+  up.flags |= IORING_SETUP_SUBMIT_ALL;
+  int r = io_uring_queue_init_params(entries, &ring_, &up);
+  if (r == -EINVAL) {
+    up.flags &= ~IORING_SETUP_SUBMIT_ALL;
+    r = io_uring_queue_init_params(entries, &ring_, &up);
+  }
+  if (r < 0) return r;
   ring_ready_ = true;
   if (p.fixed_files) {
     const int fd = dev_->fd();
@@ -120,8 +129,9 @@ void UringQueue::submit_locked() {
   // On an error (-EAGAIN, -EBUSY: the kernel is short of memory or the CQ
   // is overflowing) the entries stay in the SQ; the reaper or the next
   // submission pushes them again.
-  int r = io_uring_submit(&ring_);
-  if (r >= 0) pending_ = 0;
+  // Without SQPOLL whatever the kernel did not consume is still ours to
+  // push; with SQPOLL its thread consumes the SQ on its own.
+  if (io_uring_submit(&ring_) >= 0) pending_ = sqpoll_ ? 0 : io_uring_sq_ready(&ring_);
 }
 
 BlkStatus UringQueue::issue(Request* rq, bool last) {
