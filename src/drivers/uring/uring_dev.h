@@ -1,0 +1,144 @@
+// The uring device's internal structures, shared by the ring code
+// (uring_queue.cc), the driver ops (uring_ops.cc) and device setup
+// (uring_device.cc).
+#pragma once
+
+#include <liburing.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "blkmq/device.h"
+#include "blkmq/driver.h"
+#include "blkmq/queue.h"
+#include "blkmq/tagset.h"
+#include "drivers/uring/uring_params.h"
+
+namespace blkmq::uring {
+
+class UringDevice;
+
+// Segments per request: bounds the iovec array in every request's payload
+// (QueueLimits::max_segments).
+constexpr uint16_t kMaxSegments = 128;
+
+// The driver payload behind every Request: the iovecs of the transfer and
+// where it stands, so a short transfer continues where it stopped.
+struct UringCmd {
+  uint64_t offset = 0;     // file offset of the next transfer
+  uint32_t left = 0;       // bytes still to transfer
+  uint16_t nr_iov = 0;
+  uint16_t first = 0;      // iov[first] is where the next transfer starts
+  uint16_t retries = 0;    // -EAGAIN resubmissions
+  // Release-stored after the SQE is prepared, acquire-loaded by the reaper:
+  // the kernel orders the two, but a race detector cannot see through it.
+  std::atomic<uint32_t> issued{0};
+  iovec iov[kMaxSegments];
+};
+static_assert(alignof(UringCmd) <= 16, "Request::pdu() is only 16-byte aligned");
+
+// What the kernel and the file support, probed once at device setup.
+struct Features {
+  bool fsync = false;        // IORING_OP_FSYNC
+  bool punch_hole = false;   // IORING_OP_FALLOCATE and the file takes PUNCH_HOLE
+  bool zero_range = false;   // IORING_OP_FALLOCATE and the file takes ZERO_RANGE
+  bool block_device = false;
+  bool iopoll = false;       // poll queues use IORING_SETUP_IOPOLL (O_DIRECT on a polling block device)
+};
+
+// One ring per hw queue (hctx->driver_data). Default-type queues have a
+// reaper thread that waits for completions in hardirq context; poll-type
+// queues are reaped by whoever calls Queue::poll.
+class UringQueue {
+ public:
+  UringQueue(UringDevice* dev, HwCtx* hctx, unsigned idx) : dev_(dev), hctx_(hctx), idx_(idx) {}
+  ~UringQueue();
+  UringQueue(const UringQueue&) = delete;
+  UringQueue& operator=(const UringQueue&) = delete;
+
+  // Creates the ring (and the reaper thread for non-poll queues). Returns
+  // a negative errno on failure.
+  int start(bool poll_type);
+
+  // Dispatch context. Prepares the SQE for a started request; submits when
+  // `last`. Returns ok or dev_resource (the SQ is full of in-flight work).
+  BlkStatus issue(Request* rq, bool last);
+  // Submits whatever was prepared with last == false.
+  void commit();
+  // Poll queues: reaps what completed (Queue::poll). Task context.
+  int poll(IoCompBatch* iob);
+
+ private:
+  bool prep_locked(Request* rq);
+  void submit_locked();
+  void resubmit(Request* rq);
+  // Handles one CQE's result; true when the request is finished, with *st.
+  bool handle_result(Request* rq, int res, BlkStatus* st);
+  void reap_loop();
+  void stop_reaper();
+
+  UringDevice* dev_;
+  HwCtx* hctx_;
+  unsigned idx_;
+  bool ring_ready_ = false;
+  bool poll_type_ = false;
+  bool fixed_file_ = false;
+  bool sqpoll_ = false;
+  io_uring ring_{};
+  // Serializes SQ use: dispatchers of this hctx and resubmissions.
+  std::mutex sq_mu_;
+  unsigned pending_ = 0;  // prepared SQEs not yet submitted (under sq_mu_)
+  // Serializes CQ use on poll queues (several pollers may share one).
+  std::mutex cq_mu_;
+  std::thread reaper_;
+};
+
+class UringDevice final : public Device {
+ public:
+  static Result<std::unique_ptr<Device>> create(const ParamMap& params);
+  // Destroys the queue (the core drains I/O; exit_hctx stops the reapers
+  // and exits the rings), then the tag set, then closes the file.
+  ~UringDevice() override;
+
+  Queue& queue() override { return *queue_; }
+  const std::string& driver_name() const override;
+  uint64_t size_bytes() const override { return size_; }
+
+  const UringParams& params() const { return params_; }
+  const Features& features() const { return features_; }
+  int fd() const { return fd_; }
+
+  UringQueue* alloc_queue(HwCtx* hctx, unsigned idx);
+  void free_queue(UringQueue* uq);
+
+ private:
+  explicit UringDevice(const UringParams& p) : params_(p) {}
+  Status open_file();
+  Status check_direct_alignment();
+  void probe_features();
+  QueueConfig queue_config();
+  Status setup();
+
+  UringParams params_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  unsigned index_ = 0;
+  bool dev_write_cache_ = true;
+  bool rotational_ = false;
+  dev_t rdev_ = 0;
+  Features features_;
+  std::unique_ptr<TagSet> tag_set_;
+  std::unique_ptr<Queue> queue_;
+  std::mutex queues_mu_;
+  std::vector<std::unique_ptr<UringQueue>> queues_;
+};
+
+extern const DriverOps kUringOps;
+
+}  // namespace blkmq::uring

@@ -1,0 +1,40 @@
+// The uring driver's parameters, parsed and validated from create_device()'s
+// string map.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "blkmq/device.h"
+#include "blkmq/status.h"
+
+namespace blkmq::uring {
+
+struct UringParams {
+  std::string filename;          // required: a regular file or a block device
+  uint64_t size = 0;             // bytes; 0 = not given (use the file's size)
+  bool direct = false;           // O_DIRECT
+  unsigned bs = 512;             // logical block size: power of two, 512..4096
+  unsigned submit_queues = 1;    // default-type hw queues, one ring each
+  unsigned poll_queues = 0;      // poll-type hw queues, reaped by Queue::poll
+  unsigned hw_queue_depth = 64;  // driver tags per hw queue = ring entries
+  bool sqpoll = false;           // IORING_SETUP_SQPOLL: a kernel thread submits
+  bool fixed_files = true;       // register the fd with each ring
+  unsigned max_sectors = 2560;   // max request size in 512 B sectors
+};
+
+// Parses and validates `params`. Unknown names, malformed values and values
+// out of range are refused with a message naming the parameter; entries
+// named "attr:..." belong to the core and are skipped. A missing filename is
+// an error. Sizes accept k/m/g/t suffixes (powers of 1024).
+Result<UringParams> parse_uring_params(const ParamMap& params);
+
+// One ParamInfo per parameter, in a stable order.
+std::vector<ParamInfo> uring_param_infos();
+
+// "123", "4k", "1m", "2g", "1t" (case-insensitive) to bytes; false on a
+// malformed value or overflow.
+bool parse_size_bytes(std::string_view s, uint64_t* out);
+
+}  // namespace blkmq::uring

@@ -1,0 +1,282 @@
+// One io_uring per hw queue: preparing and submitting SQEs, the reaper
+// thread that completes requests in hardirq context, short-transfer and
+// -EAGAIN continuation, and reaping on poll queues.
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+
+#include "base/thread.h"
+#include "blkmq/context.h"
+#include "drivers/uring/uring_dev.h"
+
+namespace blkmq::uring {
+namespace {
+
+// user_data of the NOP that tells a reaper to exit; requests are never null.
+constexpr uint64_t kStopToken = 0;
+// -EAGAIN from a file is transient (io_uring retries most of it itself);
+// give up after this many resubmissions rather than spin forever.
+constexpr uint16_t kMaxAgainRetries = 1000;
+// How many CQEs one reaping pass takes before advancing the CQ head.
+constexpr unsigned kReapBatch = 32;
+// SQPOLL kernel thread idle time before it sleeps (needs a wakeup then).
+constexpr unsigned kSqThreadIdleMs = 50;
+
+inline UringCmd* to_cmd(Request* rq) { return rq->pdu_as<UringCmd>(); }
+
+// Drops `done` bytes from the front of the command's remaining iovecs.
+void advance(UringCmd* cmd, uint32_t done) {
+  cmd->offset += done;
+  cmd->left -= done;
+  while (done && cmd->first < cmd->nr_iov) {
+    iovec& v = cmd->iov[cmd->first];
+    if (done < v.iov_len) {
+      v.iov_base = static_cast<char*>(v.iov_base) + done;
+      v.iov_len -= done;
+      return;
+    }
+    done -= static_cast<uint32_t>(v.iov_len);
+    cmd->first++;
+  }
+}
+
+}  // namespace
+
+UringQueue::~UringQueue() {
+  stop_reaper();
+  if (ring_ready_) io_uring_queue_exit(&ring_);
+}
+
+int UringQueue::start(bool poll_type) {
+  poll_type_ = poll_type;
+  const UringParams& p = dev_->params();
+  io_uring_params up{};
+  sqpoll_ = p.sqpoll;
+  if (p.sqpoll) {
+    up.flags |= IORING_SETUP_SQPOLL;
+    up.sq_thread_idle = kSqThreadIdleMs;
+  }
+  if (poll_type && dev_->features().iopoll) up.flags |= IORING_SETUP_IOPOLL;
+  // Room for every tag, the flush request and the reaper's stop NOP.
+  const unsigned entries = p.hw_queue_depth + 2;
+  // SUBMIT_ALL (5.18): one bad SQE must not leave the rest of a batch
+  // behind in the SQ. Older kernels refuse the flag; go without it there.
+  up.flags |= IORING_SETUP_SUBMIT_ALL;
+  int r = io_uring_queue_init_params(entries, &ring_, &up);
+  if (r == -EINVAL) {
+    up.flags &= ~IORING_SETUP_SUBMIT_ALL;
+    r = io_uring_queue_init_params(entries, &ring_, &up);
+  }
+  if (r < 0) return r;
+  ring_ready_ = true;
+  if (p.fixed_files) {
+    const int fd = dev_->fd();
+    // A kernel or a limit that refuses it only costs the per-I/O fd lookup.
+    fixed_file_ = io_uring_register_files(&ring_, &fd, 1) == 0;
+  }
+  if (!poll_type) {
+    base::ThreadOptions opts;
+    opts.name = "uring-reap/" + std::to_string(idx_);
+    reaper_ = base::start_thread(opts, [this] { reap_loop(); });
+  }
+  return 0;
+}
+
+bool UringQueue::prep_locked(Request* rq) {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe) {
+    // Full of prepared entries: push them to the kernel and try again.
+    submit_locked();
+    sqe = io_uring_get_sqe(&ring_);
+    if (!sqe) return false;
+  }
+  UringCmd* cmd = to_cmd(rq);
+  const int fd = fixed_file_ ? 0 : dev_->fd();
+  switch (rq->op) {
+    case ReqOp::read:
+      io_uring_prep_readv(sqe, fd, cmd->iov + cmd->first, cmd->nr_iov - cmd->first, cmd->offset);
+      break;
+    case ReqOp::write:
+      io_uring_prep_writev(sqe, fd, cmd->iov + cmd->first, cmd->nr_iov - cmd->first, cmd->offset);
+      // FUA: the data is durable when the write completes.
+      if (rq->cmd_flags & kBioFua) sqe->rw_flags = RWF_DSYNC;
+      break;
+    case ReqOp::flush:
+      io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+      break;
+    case ReqOp::discard:
+      io_uring_prep_fallocate(sqe, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                              static_cast<off_t>(cmd->offset), cmd->left);
+      break;
+    case ReqOp::write_zeroes:
+      io_uring_prep_fallocate(sqe, fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+                              static_cast<off_t>(cmd->offset), cmd->left);
+      break;
+  }
+  if (fixed_file_) sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data(sqe, rq);
+  cmd->issued.fetch_add(1, std::memory_order_release);
+  pending_++;
+  return true;
+}
+
+void UringQueue::submit_locked() {
+  if (!pending_) return;
+  // On an error (-EAGAIN, -EBUSY: the kernel is short of memory or the CQ
+  // is overflowing) the entries stay in the SQ; the reaper or the next
+  // submission pushes them again.
+  // Without SQPOLL whatever the kernel did not consume is still ours to
+  // push; with SQPOLL its thread consumes the SQ on its own.
+  if (io_uring_submit(&ring_) >= 0) pending_ = sqpoll_ ? 0 : io_uring_sq_ready(&ring_);
+}
+
+BlkStatus UringQueue::issue(Request* rq, bool last) {
+  UringCmd* cmd = to_cmd(rq);
+  cmd->offset = rq->sector << kSectorShift;
+  cmd->left = rq->data_len;
+  cmd->first = 0;
+  cmd->nr_iov = 0;
+  cmd->retries = 0;
+  if (op_has_data(rq->op)) {
+    bool too_many = false;
+    rq_for_each_segment(rq, [&](void* base, size_t len, uint64_t) {
+      if (cmd->nr_iov == kMaxSegments) {
+        too_many = true;
+        return;
+      }
+      cmd->iov[cmd->nr_iov++] = {base, len};
+    });
+    // The core honours max_segments; this only guards against a core bug.
+    if (too_many) return BlkStatus::ioerr;
+  }
+  std::lock_guard lk(sq_mu_);
+  // The SQ is sized for every tag, so only SQPOLL (the kernel thread has
+  // not caught up) can leave it full: requests are in flight then.
+  if (!io_uring_sq_space_left(&ring_)) submit_locked();
+  if (!io_uring_sq_space_left(&ring_)) return BlkStatus::dev_resource;
+  start_request(rq);
+  prep_locked(rq);
+  if (last) submit_locked();
+  return BlkStatus::ok;
+}
+
+void UringQueue::commit() {
+  std::lock_guard lk(sq_mu_);
+  submit_locked();
+}
+
+void UringQueue::resubmit(Request* rq) {
+  std::lock_guard lk(sq_mu_);
+  // In-flight requests never outnumber the SQ entries, but with SQPOLL the
+  // kernel thread may still hold the slots of entries it has not read.
+  while (!prep_locked(rq)) io_uring_sqring_wait(&ring_);
+  submit_locked();
+}
+
+bool UringQueue::handle_result(Request* rq, int res, BlkStatus* st) {
+  UringCmd* cmd = to_cmd(rq);
+  if (res == -EAGAIN && cmd->retries < kMaxAgainRetries) {
+    cmd->retries++;
+    resubmit(rq);
+    return false;
+  }
+  if (res < 0) {
+    *st = errno_to_blk_status(res);
+    return true;
+  }
+  if (!op_has_data(rq->op) || static_cast<uint32_t>(res) >= cmd->left) {
+    *st = BlkStatus::ok;
+    return true;
+  }
+  if (res == 0) {
+    // End of file inside the device's capacity: the file shrank under us.
+    *st = BlkStatus::ioerr;
+    return true;
+  }
+  // A short transfer: continue from where it stopped.
+  advance(cmd, static_cast<uint32_t>(res));
+  resubmit(rq);
+  return false;
+}
+
+void UringQueue::reap_loop() {
+  for (;;) {
+    io_uring_cqe* cqe = nullptr;
+    int r = io_uring_wait_cqe(&ring_, &cqe);
+    if (r == -EINTR || r == -EAGAIN) continue;
+    if (r < 0) {
+      std::fprintf(stderr, "uring-reap/%u: io_uring_wait_cqe: %d\n", idx_, r);
+      return;
+    }
+    bool stop = false;
+    {
+      HardirqScope irq;
+      io_uring_cqe* cqes[kReapBatch];
+      const unsigned n = io_uring_peek_batch_cqe(&ring_, cqes, kReapBatch);
+      for (unsigned i = 0; i < n; i++) {
+        const uint64_t data = cqes[i]->user_data;
+        const int res = cqes[i]->res;
+        if (data == kStopToken) {
+          stop = true;
+          continue;
+        }
+        auto* rq = reinterpret_cast<Request*>(data);
+        (void)to_cmd(rq)->issued.load(std::memory_order_acquire);
+        BlkStatus st;
+        if (handle_result(rq, res, &st)) complete_request(rq, st);
+      }
+      io_uring_cq_advance(&ring_, n);
+    }
+    {
+      std::lock_guard lk(sq_mu_);
+      submit_locked();  // anything a failed submit left behind
+    }
+    if (stop) return;
+  }
+}
+
+void UringQueue::stop_reaper() {
+  if (!reaper_.joinable()) return;
+  {
+    std::lock_guard lk(sq_mu_);
+    io_uring_sqe* sqe;
+    while (!(sqe = io_uring_get_sqe(&ring_))) {
+      submit_locked();
+      io_uring_sqring_wait(&ring_);
+    }
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_data64(sqe, kStopToken);
+    pending_++;
+    while (pending_) submit_locked();
+  }
+  reaper_.join();
+}
+
+int UringQueue::poll(IoCompBatch* iob) {
+  std::unique_lock lk(cq_mu_, std::try_to_lock);
+  // Another poller is reaping this ring; what it finds it ends.
+  if (!lk.owns_lock()) return 0;
+  // IOPOLL rings complete only inside io_uring_enter.
+  if (dev_->features().iopoll) io_uring_get_events(&ring_);
+  io_uring_cqe* cqes[kReapBatch];
+  const unsigned n = io_uring_peek_batch_cqe(&ring_, cqes, kReapBatch);
+  int found = 0;
+  for (unsigned i = 0; i < n; i++) {
+    auto* rq = reinterpret_cast<Request*>(cqes[i]->user_data);
+    const int res = cqes[i]->res;
+    (void)to_cmd(rq)->issued.load(std::memory_order_acquire);
+    BlkStatus st;
+    if (!handle_result(rq, res, &st)) continue;
+    if (!iob || !add_to_batch(rq, iob, st)) end_request(rq, st);
+    found++;
+  }
+  io_uring_cq_advance(&ring_, n);
+  commit();  // resubmissions of short transfers
+  return found;
+}
+
+}  // namespace blkmq::uring

@@ -1,0 +1,535 @@
+// The uring driver through the public API: create_device("uring") on files
+// in a temporary directory, verified data transfers (buffered and
+// O_DIRECT), flush/FUA, discard and write-zeroes, errors, a full file
+// system, poll queues, SQPOLL and concurrent submitters.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "blkmq/blkmq.h"
+#include "drivers/uring/uring.h"
+#include "drivers/uring/uring_params.h"
+
+namespace blkmq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A temporary directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/blkmq-uring-XXXXXX";
+    const char* p = mkdtemp(tmpl);
+    EXPECT_NE(p, nullptr);
+    path_ = p ? p : "/tmp";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const char* name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::unique_ptr<Device> make(const ParamMap& params) {
+  auto r = create_device("uring", params);
+  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
+  return r ? std::move(*r) : nullptr;
+}
+
+std::string make_error(const ParamMap& params) {
+  auto r = create_device("uring", params);
+  EXPECT_FALSE(r.is_ok());
+  return r ? "" : r.status().message();
+}
+
+// Whether the file system under `dir` accepts O_DIRECT.
+bool direct_io_works(const std::string& dir) {
+  std::string f = dir + "/direct-probe";
+  int fd = open(f.c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
+  if (fd >= 0) close(fd);
+  unlink(f.c_str());
+  return fd >= 0;
+}
+
+// Page-aligned buffer (O_DIRECT needs aligned memory).
+struct AlignedBuf {
+  explicit AlignedBuf(size_t n) : size(n) {
+    void* p = nullptr;
+    EXPECT_EQ(posix_memalign(&p, 4096, std::max<size_t>(n, 1)), 0);
+    data = static_cast<unsigned char*>(p);
+  }
+  ~AlignedBuf() { free(data); }
+  AlignedBuf(const AlignedBuf&) = delete;
+  AlignedBuf& operator=(const AlignedBuf&) = delete;
+  unsigned char* data;
+  size_t size;
+};
+
+void fill_pattern(unsigned char* p, size_t n, uint64_t seed) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    p[i] = static_cast<unsigned char>(x);
+  }
+}
+
+// Counts bio completions.
+class Waiter {
+ public:
+  void done(BlkStatus st) {
+    std::lock_guard lk(mu_);
+    ended_++;
+    if (st != BlkStatus::ok) {
+      errors_++;
+      last_error_ = st;
+    }
+    cv_.notify_all();
+  }
+  bool wait(int want, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, limit, [&] { return ended_ >= want; });
+  }
+  int ended() {
+    std::lock_guard lk(mu_);
+    return ended_;
+  }
+  int errors() {
+    std::lock_guard lk(mu_);
+    return errors_;
+  }
+  BlkStatus last_error() {
+    std::lock_guard lk(mu_);
+    return last_error_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int ended_ = 0;
+  int errors_ = 0;
+  BlkStatus last_error_ = BlkStatus::ok;
+};
+
+void waiter_end_io(Bio* bio) { static_cast<Waiter*>(bio->private_data)->done(bio->status); }
+
+// An asynchronous I/O over a caller's buffer, split into up to three
+// segments so requests carry several iovecs.
+struct IoSlot {
+  Bio bio;
+  iovec iov[3]{};
+
+  void prep(ReqOp op, uint64_t off, uint32_t len, unsigned char* buf, Waiter* w, uint32_t flags = 0,
+            uint32_t seg = 0) {
+    bio = Bio{};
+    bio.op = op;
+    bio.flags = flags;
+    bio.sector = off >> kSectorShift;
+    bio.size = len;
+    if (op_has_data(op)) {
+      // Segments on `seg`-byte boundaries (0: one segment).
+      uint16_t n = 0;
+      uint32_t done = 0;
+      while (done < len) {
+        uint32_t chunk = (seg && n < 2) ? std::min(seg, len - done) : len - done;
+        iov[n++] = {buf + done, chunk};
+        done += chunk;
+      }
+      bio.vec = iov;
+      bio.nr_vecs = n;
+    }
+    bio.end_io = waiter_end_io;
+    bio.private_data = w;
+  }
+};
+
+BlkStatus submit_wait(Queue& q, ReqOp op, uint64_t off, uint32_t len, unsigned char* buf,
+                      uint32_t flags = 0) {
+  Waiter w;
+  IoSlot s;
+  s.prep(op, off, len, buf, &w, flags);
+  q.submit_bio(&s.bio);
+  EXPECT_TRUE(w.wait(1));
+  return s.bio.status;
+}
+
+// Writes random extents (512 B .. 1 MiB, some multi-segment) with up to
+// `depth` in flight, keeps a model, then reads everything back.
+void random_verify(Queue& q, uint64_t dev_size, unsigned bs, int nr_ios, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  AlignedBuf model(dev_size);
+  std::memset(model.data, 0, dev_size);
+  constexpr int kDepth = 16;
+  constexpr uint32_t kMaxLen = 1u << 20;
+  std::vector<std::unique_ptr<AlignedBuf>> bufs;
+  for (int i = 0; i < kDepth; i++) bufs.push_back(std::make_unique<AlignedBuf>(kMaxLen));
+  const uint64_t blocks = dev_size / bs;
+  for (int done = 0; done < nr_ios; done += kDepth) {
+    // Disjoint extents within one round so the model is unambiguous.
+    Waiter w;
+    std::vector<IoSlot> slots(kDepth);
+    std::vector<std::pair<uint64_t, uint32_t>> used;
+    int issued = 0;
+    for (int i = 0; i < kDepth; i++) {
+      uint32_t len_blocks = 1u << (rng() % 12);  // 1 .. 2048 blocks
+      uint32_t len = std::min<uint64_t>(uint64_t{len_blocks} * bs, kMaxLen);
+      len = std::max(bs, len - len % bs);
+      uint64_t off = (rng() % (blocks - len / bs + 1)) * bs;
+      bool overlaps = std::any_of(used.begin(), used.end(), [&](auto& e) {
+        return off < e.first + e.second && e.first < off + len;
+      });
+      if (overlaps) continue;
+      used.emplace_back(off, len);
+      fill_pattern(bufs[i]->data, len, rng());
+      std::memcpy(model.data + off, bufs[i]->data, len);
+      slots[i].prep(ReqOp::write, off, len, bufs[i]->data, &w, 0, (i % 3 == 0) ? bs : 0);
+      q.submit_bio(&slots[i].bio);
+      issued++;
+    }
+    ASSERT_TRUE(w.wait(issued));
+    ASSERT_EQ(w.errors(), 0) << blk_status_name(w.last_error());
+  }
+  AlignedBuf back(kMaxLen);
+  for (uint64_t off = 0; off < dev_size; off += kMaxLen) {
+    uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(kMaxLen, dev_size - off));
+    ASSERT_EQ(submit_wait(q, ReqOp::read, off, len, back.data), BlkStatus::ok);
+    ASSERT_EQ(std::memcmp(back.data, model.data + off, len), 0) << "mismatch in extent at " << off;
+  }
+}
+
+// ---- registration and parameters ----
+
+TEST(UringDevice, IsRegisteredWithEveryParameter) {
+  uring_driver_link();
+  auto drivers = device_drivers();
+  EXPECT_NE(std::find(drivers.begin(), drivers.end(), "uring"), drivers.end());
+  auto params = device_params("uring");
+  auto infos = uring::uring_param_infos();
+  ASSERT_EQ(params.size(), infos.size());
+  for (size_t i = 0; i < infos.size(); i++) EXPECT_EQ(params[i].name, infos[i].name);
+}
+
+TEST(UringDevice, BadParametersAreRefused) {
+  TempDir dir;
+  const std::string f = dir.file("bad");
+  EXPECT_NE(make_error({}).find("filename"), std::string::npos);
+  EXPECT_NE(make_error({{"filename", f}, {"size", "1m"}, {"bs", "1000"}}).find("bs"), std::string::npos);
+  EXPECT_NE(make_error({{"filename", f}, {"size", "1m"}, {"bs", "8192"}}).find("bs"), std::string::npos);
+  EXPECT_NE(make_error({{"filename", f}, {"size", "12x"}}).find("size"), std::string::npos);
+  EXPECT_NE(make_error({{"filename", f}, {"nope", "1"}}).find("nope"), std::string::npos);
+  EXPECT_NE(make_error({{"filename", f}, {"hw_queue_depth", "0"}}).find("hw_queue_depth"),
+            std::string::npos);
+  // A missing file without a size cannot be created.
+  EXPECT_NE(make_error({{"filename", f}}).find("size"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(f));
+  EXPECT_NE(make_error({{"filename", dir.path()}}).find("neither"), std::string::npos);
+}
+
+TEST(UringDevice, SizeSuffixes) {
+  uint64_t v = 0;
+  EXPECT_TRUE(uring::parse_size_bytes("4k", &v));
+  EXPECT_EQ(v, 4096u);
+  EXPECT_TRUE(uring::parse_size_bytes("3M", &v));
+  EXPECT_EQ(v, 3u << 20);
+  EXPECT_TRUE(uring::parse_size_bytes("2g", &v));
+  EXPECT_EQ(v, 2ull << 30);
+  EXPECT_FALSE(uring::parse_size_bytes("", &v));
+  EXPECT_FALSE(uring::parse_size_bytes("k", &v));
+  EXPECT_FALSE(uring::parse_size_bytes("1kb", &v));
+  EXPECT_FALSE(uring::parse_size_bytes("99999999999999999999", &v));
+}
+
+TEST(UringDevice, CreatesAndSizesTheFile) {
+  TempDir dir;
+  const std::string f = dir.file("disk");
+  {
+    auto dev = make({{"filename", f}, {"size", "8m"}, {"bs", "4096"}});
+    ASSERT_TRUE(dev);
+    EXPECT_EQ(dev->driver_name(), "uring");
+    EXPECT_EQ(dev->size_bytes(), 8u << 20);
+    const QueueLimits& lim = dev->queue().limits();
+    EXPECT_EQ(lim.logical_block_size, 4096u);
+    EXPECT_EQ(lim.capacity_sectors, (8u << 20) >> kSectorShift);
+    EXPECT_TRUE(lim.write_cache);
+    EXPECT_TRUE(lim.fua);
+    EXPECT_FALSE(lim.poll);
+  }
+  EXPECT_EQ(std::filesystem::file_size(f), 8u << 20);
+  // An existing file keeps its size; a smaller size uses a prefix of it
+  // and a larger one extends it.
+  auto dev = make({{"filename", f}});
+  ASSERT_TRUE(dev);
+  EXPECT_EQ(dev->size_bytes(), 8u << 20);
+  dev = make({{"filename", f}, {"size", "1m"}});
+  ASSERT_TRUE(dev);
+  EXPECT_EQ(dev->size_bytes(), 1u << 20);
+  EXPECT_EQ(std::filesystem::file_size(f), 8u << 20);
+  dev = make({{"filename", f}, {"size", "16m"}});
+  ASSERT_TRUE(dev);
+  EXPECT_EQ(std::filesystem::file_size(f), 16u << 20);
+}
+
+// ---- data ----
+
+TEST(UringDevice, RandomWritesReadBackBuffered) {
+  TempDir dir;
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "8m"}});
+  ASSERT_TRUE(dev);
+  random_verify(dev->queue(), dev->size_bytes(), 512, 96, 1);
+}
+
+TEST(UringDevice, RandomWritesReadBackDirect) {
+  TempDir dir;
+  if (!direct_io_works(dir.path())) GTEST_SKIP() << "the file system under /tmp refuses O_DIRECT";
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "8m"}, {"direct", "1"}, {"bs", "4096"},
+                   {"submit_queues", "2"}});
+  ASSERT_TRUE(dev);
+  random_verify(dev->queue(), dev->size_bytes(), 4096, 96, 2);
+}
+
+TEST(UringDevice, FileMatchesTheSameDataWrittenWithPwrite) {
+  TempDir dir;
+  const std::string a = dir.file("through-blkmq"), b = dir.file("with-pwrite");
+  constexpr uint64_t kSize = 4u << 20;
+  std::mt19937_64 rng(7);
+  int fd = open(b.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, kSize), 0);
+  {
+    auto dev = make({{"filename", a}, {"size", "4m"}});
+    ASSERT_TRUE(dev);
+    AlignedBuf buf(1u << 20);
+    for (int i = 0; i < 64; i++) {
+      uint32_t len = 512u << (rng() % 12);
+      len = std::min<uint32_t>(len, 1u << 20);
+      uint64_t off = (rng() % ((kSize - len) / 512 + 1)) * 512;
+      fill_pattern(buf.data, len, rng());
+      ASSERT_EQ(submit_wait(dev->queue(), ReqOp::write, off, len, buf.data), BlkStatus::ok);
+      ASSERT_EQ(pwrite(fd, buf.data, len, static_cast<off_t>(off)), static_cast<ssize_t>(len));
+    }
+    ASSERT_EQ(dev->queue().flush_sync(), BlkStatus::ok);
+  }
+  close(fd);
+  std::vector<char> x(kSize), y(kSize);
+  int fa = open(a.c_str(), O_RDONLY), fb = open(b.c_str(), O_RDONLY);
+  ASSERT_EQ(pread(fa, x.data(), kSize, 0), static_cast<ssize_t>(kSize));
+  ASSERT_EQ(pread(fb, y.data(), kSize, 0), static_cast<ssize_t>(kSize));
+  close(fa);
+  close(fb);
+  EXPECT_TRUE(x == y);
+}
+
+TEST(UringDevice, FlushAndFua) {
+  TempDir dir;
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "1m"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  AlignedBuf buf(8192);
+  fill_pattern(buf.data, 8192, 3);
+  EXPECT_EQ(q.flush_sync(), BlkStatus::ok);
+  EXPECT_EQ(q.write_sync(buf.data, 4096, 8192, kBioFua), BlkStatus::ok);
+  EXPECT_EQ(q.write_sync(buf.data, 0, 4096, kBioPreflush | kBioFua), BlkStatus::ok);
+  AlignedBuf back(8192);
+  EXPECT_EQ(q.read_sync(back.data, 4096, 8192), BlkStatus::ok);
+  EXPECT_EQ(std::memcmp(back.data, buf.data, 8192), 0);
+  DiskStat st = q.disk_stat();
+  EXPECT_GE(st.flush_ios, 1u);
+}
+
+TEST(UringDevice, DiscardAndWriteZeroesReadBackZeros) {
+  TempDir dir;
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "2m"}, {"bs", "4096"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  const QueueLimits& lim = q.limits();
+  if (lim.max_discard_sectors == 0 && lim.max_write_zeroes_sectors == 0) {
+    GTEST_SKIP() << "the file system supports neither punch hole nor zero range";
+  }
+  AlignedBuf buf(1u << 20), back(1u << 20), zeros(1u << 20);
+  std::memset(zeros.data, 0, zeros.size);
+  for (ReqOp op : {ReqOp::discard, ReqOp::write_zeroes}) {
+    const bool supported = op == ReqOp::discard ? lim.max_discard_sectors : lim.max_write_zeroes_sectors;
+    fill_pattern(buf.data, buf.size, 5);
+    ASSERT_EQ(q.write_sync(buf.data, 0, 1u << 20), BlkStatus::ok);
+    BlkStatus st = submit_wait(q, op, 64 << 10, 128 << 10, nullptr);
+    if (!supported) {
+      EXPECT_EQ(st, BlkStatus::notsupp);
+      continue;
+    }
+    ASSERT_EQ(st, BlkStatus::ok);
+    ASSERT_EQ(q.read_sync(back.data, 0, 1u << 20), BlkStatus::ok);
+    EXPECT_EQ(std::memcmp(back.data, buf.data, 64 << 10), 0);
+    EXPECT_EQ(std::memcmp(back.data + (64 << 10), zeros.data, 128 << 10), 0);
+    EXPECT_EQ(std::memcmp(back.data + (192 << 10), buf.data + (192 << 10), (1u << 20) - (192 << 10)), 0);
+  }
+}
+
+// ---- errors ----
+
+TEST(UringDevice, OutOfRangeAndMisalignedFailCleanly) {
+  TempDir dir;
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "1m"}, {"bs", "4096"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  AlignedBuf buf(8192);
+  EXPECT_EQ(q.read_sync(buf.data, 1u << 20, 4096), BlkStatus::inval);
+  EXPECT_EQ(q.write_sync(buf.data, (1u << 20) - 4096, 8192), BlkStatus::inval);
+  EXPECT_EQ(q.read_sync(buf.data, 512, 4096), BlkStatus::inval);
+  EXPECT_EQ(q.write_sync(buf.data, 0, 1024), BlkStatus::inval);
+  // The device still works afterwards.
+  EXPECT_EQ(q.write_sync(buf.data, 0, 4096), BlkStatus::ok);
+  EXPECT_EQ(std::filesystem::file_size(dir.file("disk")), 1u << 20);
+}
+
+TEST(UringDevice, ReadPastAShrunkFileFailsAfterTheShortPart) {
+  TempDir dir;
+  const std::string f = dir.file("disk");
+  auto dev = make({{"filename", f}, {"size", "1m"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  AlignedBuf buf(8192);
+  fill_pattern(buf.data, 8192, 17);
+  ASSERT_EQ(q.write_sync(buf.data, (1u << 20) - 8192, 8192), BlkStatus::ok);
+  // Someone else shrinks the file: the read comes back short, the driver
+  // continues after the short part (across segments) and finds EOF.
+  ASSERT_EQ(truncate(f.c_str(), (1u << 20) - 3000), 0);
+  Waiter w;
+  IoSlot s;
+  AlignedBuf back(8192);
+  s.prep(ReqOp::read, (1u << 20) - 8192, 8192, back.data, &w, 0, 512);
+  q.submit_bio(&s.bio);
+  ASSERT_TRUE(w.wait(1));
+  EXPECT_EQ(s.bio.status, BlkStatus::ioerr);
+  EXPECT_EQ(std::memcmp(back.data, buf.data, 8192 - 3000), 0);
+  EXPECT_EQ(q.read_sync(back.data, 0, 4096), BlkStatus::ok);
+}
+
+// Mounts a 1 MiB tmpfs for the life of the object, where permitted.
+class SmallTmpfs {
+ public:
+  explicit SmallTmpfs(const std::string& dir) : dir_(dir) {
+    mounted_ = mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=1m") == 0;
+  }
+  ~SmallTmpfs() {
+    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+TEST(UringDevice, FullFileSystemGivesNospc) {
+  TempDir dir;
+  SmallTmpfs fs(dir.path());
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno) << ")";
+  // A sparse 4 MiB file on a 1 MiB file system.
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "4m"}, {"bs", "4096"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  AlignedBuf buf(256 << 10), back(256 << 10);
+  fill_pattern(buf.data, buf.size, 9);
+  ASSERT_EQ(q.write_sync(buf.data, 0, 256 << 10), BlkStatus::ok);
+  BlkStatus last = BlkStatus::ok;
+  for (uint64_t off = 256 << 10; off < (4u << 20) && last == BlkStatus::ok; off += 256 << 10) {
+    last = q.write_sync(buf.data, off, 256 << 10);
+  }
+  EXPECT_EQ(last, BlkStatus::nospc);
+  // What was written before is intact.
+  ASSERT_EQ(q.read_sync(back.data, 0, 256 << 10), BlkStatus::ok);
+  EXPECT_EQ(std::memcmp(back.data, buf.data, 256 << 10), 0);
+  dev.reset();
+}
+
+// ---- queues ----
+
+TEST(UringDevice, PollQueuesAreReapedByPoll) {
+  TempDir dir;
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "1m"}, {"poll_queues", "1"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  EXPECT_TRUE(q.limits().poll);
+  EXPECT_EQ(q.nr_hw_queues(), 2u);
+  AlignedBuf buf(65536), back(65536);
+  fill_pattern(buf.data, buf.size, 11);
+  Waiter w;
+  IoSlot s[2];
+  s[0].prep(ReqOp::write, 0, 65536, buf.data, &w, kBioPolled, 4096);
+  q.submit_bio(&s[0].bio);
+  int found = 0;
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (w.ended() < 1 && Clock::now() < deadline) found += q.poll(&s[0].bio);
+  ASSERT_EQ(w.ended(), 1);
+  s[1].prep(ReqOp::read, 0, 65536, back.data, &w, kBioPolled);
+  q.submit_bio(&s[1].bio);
+  while (w.ended() < 2 && Clock::now() < deadline) found += q.poll(&s[1].bio);
+  ASSERT_EQ(w.ended(), 2);
+  EXPECT_EQ(w.errors(), 0);
+  EXPECT_EQ(found, 2);
+  EXPECT_EQ(std::memcmp(back.data, buf.data, 65536), 0);
+}
+
+TEST(UringDevice, SqpollAndUnregisteredFilesWork) {
+  TempDir dir;
+  for (const char* sqpoll : {"1", "0"}) {
+    auto dev = make({{"filename", dir.file("disk")}, {"size", "4m"}, {"sqpoll", sqpoll},
+                     {"fixed_files", "0"}, {"hw_queue_depth", "8"}});
+    ASSERT_TRUE(dev);
+    random_verify(dev->queue(), dev->size_bytes(), 512, 32, 13);
+  }
+}
+
+TEST(UringDevice, SeveralSubmittersAtOnce) {
+  TempDir dir;
+  constexpr int kThreads = 4;
+  constexpr uint64_t kSlice = 1u << 20;
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "4m"}, {"submit_queues", "2"},
+                   {"hw_queue_depth", "8"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      AlignedBuf buf(kSlice), back(kSlice);
+      const uint64_t base = t * kSlice;
+      for (int round = 0; round < 4; round++) {
+        fill_pattern(buf.data, kSlice, t * 100 + round);
+        Waiter w;
+        std::vector<IoSlot> slots(16);
+        for (int i = 0; i < 16; i++) {
+          slots[i].prep(ReqOp::write, base + i * (kSlice / 16), kSlice / 16, buf.data + i * (kSlice / 16), &w);
+          q.submit_bio(&slots[i].bio);
+        }
+        if (!w.wait(16) || w.errors()) failures++;
+        if (q.read_sync(back.data, base, kSlice) != BlkStatus::ok) failures++;
+        if (std::memcmp(back.data, buf.data, kSlice) != 0) failures++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace blkmq
