@@ -1,11 +1,13 @@
 // The built-in drivers. Each driver folder provides a link function that
 // registers it; listing them here keeps them linked from a static library.
 #include "drivers/null/null.h"
+#include "drivers/ublk/ublk.h"
 
 namespace blkmq {
 
 void register_builtin_drivers() {
   null_driver_link();
+  ublk_driver_link();
 }
 
 }  // namespace blkmq
