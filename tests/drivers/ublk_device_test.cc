@@ -96,9 +96,12 @@ std::unique_ptr<Device> make_user(std::unique_ptr<UblkTarget> t, UblkOptions o) 
   return r ? std::move(*r) : nullptr;
 }
 
+// Small: page faults are slow in some sandboxes (64 MiB took 0.7 s here).
+constexpr uint64_t kRamSize = 8ull << 20;
+
 UblkOptions small_options() {
   UblkOptions o;
-  o.size = 64ull << 20;
+  o.size = kRamSize;
   o.queue_depth = 32;
   return o;
 }
@@ -285,7 +288,7 @@ TEST(UblkDevice, NullTargetFromSeveralThreads) {
 // ---- user targets ----
 
 TEST(UblkDevice, AsyncUserTargetCompletesFromItsOwnThread) {
-  auto owned = std::make_unique<RamTarget>(64ull << 20);
+  auto owned = std::make_unique<RamTarget>(kRamSize);
   RamTarget* t = owned.get();
   t->start_worker();
   auto dev = make_user(std::move(owned), small_options());
@@ -332,7 +335,7 @@ class FailNthTarget : public RamTarget {
 };
 
 TEST(UblkDevice, TargetFailingEveryNthRequest) {
-  auto owned = std::make_unique<FailNthTarget>(64ull << 20, 3);
+  auto owned = std::make_unique<FailNthTarget>(kRamSize, 3);
   FailNthTarget* t = owned.get();
   auto dev = make_user(std::move(owned), small_options());
   ASSERT_TRUE(dev);
@@ -356,7 +359,7 @@ TEST(UblkDevice, TargetFailingEveryNthRequest) {
 }
 
 TEST(UblkDevice, TeardownWithSlowTargetDrains) {
-  auto owned = std::make_unique<RamTarget>(64ull << 20);
+  auto owned = std::make_unique<RamTarget>(kRamSize);
   owned->start_worker(2ms);
   UblkOptions o = small_options();
   o.nr_hw_queues = std::min(2u, nr_cpu_ids());
@@ -365,7 +368,7 @@ TEST(UblkDevice, TeardownWithSlowTargetDrains) {
   Waiter w;
   std::vector<IoSlot> slots(40);
   for (int i = 0; i < 40; i++) {
-    slots[i].prep(i % 2 ? ReqOp::write : ReqOp::read, uint64_t(i) * 1048576, 4096, &w);
+    slots[i].prep(i % 2 ? ReqOp::write : ReqOp::read, uint64_t(i) * 131072, 4096, &w);
     dev->queue().submit_bio(&slots[i].bio);
   }
   EXPECT_LT(w.ended(), 40);  // 2 ms each: most are still in flight
@@ -391,7 +394,7 @@ class ShortTarget : public RamTarget {
 };
 
 TEST(UblkDevice, ShortTransferEndsTheRestWithIoerr) {
-  auto dev = make_user(std::make_unique<ShortTarget>(64ull << 20, 4096 + 100), small_options());
+  auto dev = make_user(std::make_unique<ShortTarget>(kRamSize, 4096 + 100), small_options());
   ASSERT_TRUE(dev);
   Queue& q = dev->queue();
   std::vector<unsigned char> buf(16384);

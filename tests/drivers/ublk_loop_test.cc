@@ -19,7 +19,7 @@
 namespace blkmq {
 namespace {
 
-constexpr uint64_t kFileSize = 32ull << 20;
+constexpr uint64_t kFileSize = 16ull << 20;
 
 class TempFile {
  public:
