@@ -2,6 +2,7 @@
 // registers it; listing them here keeps them linked from a static library.
 #include "drivers/null/null.h"
 #include "drivers/scsi/scsi.h"
+#include "drivers/ublk/ublk.h"
 #include "drivers/uring/uring.h"
 
 namespace blkmq {
@@ -10,6 +11,7 @@ void register_builtin_drivers() {
   null_driver_link();
   scsi_driver_link();
   uring_driver_link();
+  ublk_driver_link();
 }
 
 }  // namespace blkmq

@@ -1,0 +1,24 @@
+// The built-in targets behind create_device("ublk", {{"target", ...}}).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "blkmq/status.h"
+#include "blkmq/ublk.h"
+
+namespace blkmq::ublkd {
+
+// "null": completes every I/O at once from the server thread, moving no data
+// (ublksrv's null target).
+std::unique_ptr<UblkTarget> make_null_target();
+
+// "loop": a file through io_uring (ublksrv's loop target). Each server
+// thread owns a ring; reads and writes go out as readv/writev (FUA writes
+// with RWF_DSYNC), flush as fdatasync, discard and write_zeroes as
+// fallocate; a request completes when its CQE arrives. Opens `filename`
+// read-write; *size_bytes gets the file's size rounded down to `bs`.
+Result<std::unique_ptr<UblkTarget>> make_loop_target(const std::string& filename, unsigned nr_queues,
+                                                     unsigned depth, uint32_t bs, uint64_t* size_bytes);
+
+}  // namespace blkmq::ublkd
