@@ -565,6 +565,9 @@ void request_bypass_insert(Request* rq, uint32_t flags) {
 
 void try_issue_directly(HwCtxImpl* h, Request* rq) {
   QueueImpl* q = h->q;
+  // Once inserted the request may be dispatched, completed and reused by
+  // another thread: read what we need from it first.
+  const bool nowait = rq->cmd_flags & kBioNowait;
   if (stopped(h) || q->quiesced()) {
     insert_request(rq, 0);
     run_hw_queue(h, false);
@@ -572,13 +575,13 @@ void try_issue_directly(HwCtxImpl* h, Request* rq) {
   }
   if (rq->rq_flags & kRqfUseSched) {
     insert_request(rq, 0);
-    run_hw_queue(h, (rq->cmd_flags & kBioNowait) != 0);
+    run_hw_queue(h, nowait);
     return;
   }
   int token = get_budget(q);
   if (token < 0) {
     insert_request(rq, 0);
-    run_hw_queue(h, (rq->cmd_flags & kBioNowait) != 0);
+    run_hw_queue(h, nowait);
     return;
   }
   rq->budget_token = token;
@@ -586,7 +589,7 @@ void try_issue_directly(HwCtxImpl* h, Request* rq) {
     put_budget(q, token);
     rq->budget_token = -1;
     insert_request(rq, 0);
-    run_hw_queue(h, (rq->cmd_flags & kBioNowait) != 0);
+    run_hw_queue(h, nowait);
     return;
   }
   BlkStatus st = issue_one(h, rq, true);
