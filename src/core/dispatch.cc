@@ -502,12 +502,19 @@ void delay_run_hw_queue(HwCtxImpl* h, unsigned msecs) {
 
 void run_hw_queue(HwCtxImpl* h, bool async) {
   QueueImpl* q = h->q;
-  if (q->quiesced() || !has_pending(h)) return;
+  // has_pending calls the elevator's has_work: do it inside the dispatch
+  // epoch, so an elevator switch (quiesce + wait_dispatch_idle) cannot free
+  // the scheduler's data under it.
+  q->dispatch_enter();
+  if (q->quiesced() || !has_pending(h)) {
+    q->dispatch_exit();
+    return;
+  }
   if (async || in_interrupt() || !cpu_in_hctx(h)) {
+    q->dispatch_exit();
     delay_run_hw_queue(h, 0);
     return;
   }
-  q->dispatch_enter();
   sched_dispatch_requests(h);
   q->dispatch_exit();
 }
