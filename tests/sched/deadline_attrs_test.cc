@@ -85,9 +85,12 @@ void switch_under_io(const char* mode) {
     th.emplace_back([&, w] {
       std::mt19937 rng(w);
       for (int i = 0; i < kBios; i++) {
-        const bool seq = rng() % 2;
-        const uint64_t off = (uint64_t(w) << 22) + (seq ? uint64_t(i) * 4096 : (rng() % 1024) * 4096);
+        // Reads and writes use separate halves and writes never overlap:
+        // overlapping concurrent writes would race on the stub's memory.
         const ReqOp op = rng() % 3 ? ReqOp::write : ReqOp::read;
+        const bool seq = op == ReqOp::write || rng() % 2;
+        const uint64_t half = op == ReqOp::read ? 1u << 21 : 0;
+        const uint64_t off = (uint64_t(w) << 22) + half + (seq ? uint64_t(i) * 4096 : (rng() % 512) * 4096);
         slots[w].push_back(t.make(op, off, 4096, 0, uint8_t(i)));
         slots[w].back()->bio.ioprio = ioprio_value(static_cast<IoprioClass>(rng() % 4), 0);
         d.q().submit_bio(&slots[w].back()->bio);

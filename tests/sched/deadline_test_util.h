@@ -87,16 +87,31 @@ class DeadlineTest : public ::testing::TestWithParam<InsertMode> {
     return d_->nr_seen() >= n;
   }
 
-  // Completes what the driver holds, so the next request can go.
+  // Completes every request the driver has seen so far, so the next can go.
+  // The stub records a request (seen) a moment before it holds it: wait
+  // for the held ones to catch up (bounded).
   void complete_held() {
-    for (Request* rq : d_->take_held()) complete_request(rq, BlkStatus::ok);
+    std::vector<Request*> held;
+    const size_t want = d_->nr_seen() - completed_;
+    for (int k = 0; k < 50000 && held.size() < want; k++) {
+      for (Request* rq : d_->take_held()) held.push_back(rq);
+      if (held.size() < want) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    completed_ += held.size();
+    for (Request* rq : held) complete_request(rq, BlkStatus::ok);
   }
 
   // Lets one request through at a time; returns the sectors in issue order.
   std::vector<uint64_t> step_all(size_t n, uint64_t advance_after_first_ms = 0) {
     start();
     for (size_t i = 1; i <= n; i++) {
-      if (!wait_seen(i)) break;
+      if (!wait_seen(i)) {
+        DeadlineStats st = deadline_stats(&d_->q());
+        ADD_FAILURE() << "stalled at " << i << ": dispatched " << st.level[1].dispatched << " completed "
+                      << st.level[1].completed << " budget_used " << d_->budget_used.load() << " held "
+                      << d_->take_held().size();
+        break;
+      }
       if (i == 1) advance_ms(advance_after_first_ms);
       complete_held();
     }
@@ -113,7 +128,7 @@ class DeadlineTest : public ::testing::TestWithParam<InsertMode> {
   void drain() {
     start();
     for (int i = 0; i < 20000 && t_.ended.load() < submitted_; i++) {
-      complete_held();
+      for (Request* rq : d_->take_held()) complete_request(rq, BlkStatus::ok);
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     EXPECT_EQ(t_.ended.load(), submitted_);
@@ -124,6 +139,7 @@ class DeadlineTest : public ::testing::TestWithParam<InsertMode> {
   BioTracker t_;
   std::vector<std::unique_ptr<BioTracker::Slot>> slots_;
   int submitted_ = 0;
+  size_t completed_ = 0;  // requests completed through complete_held
 };
 
 inline uint16_t rt() { return ioprio_value(IoprioClass::rt, 0); }
