@@ -136,6 +136,9 @@ bool bio_list_merge(Queue* q, ListNode* list, Bio* bio, unsigned nr_segs);
 void free_requests(ListNode* list);
 
 // Request facts schedulers need.
+// May rq take more merges (has data, no NOMERGE/FUA/PREFLUSH, not a flush
+// step, not marked unmergeable)? Only such requests belong in the hash.
+bool rq_mergeable(const Request* rq);
 inline bool rq_is_sync(const Request* rq) {
   return rq->op == ReqOp::read || (rq->cmd_flags & (kBioSync | kBioFua | kBioPreflush));
 }

@@ -1,12 +1,14 @@
 // The built-in schedulers. Each scheduler folder provides a register
-// function; listing them here keeps them linked from a static library.
+// function; listing them here keeps them linked from a static library. The
+// order is the order queue/scheduler lists them in, as sysfs does.
 #include "blkmq/elevator.h"
+#include "sched/deadline/deadline.h"
 #include "sched/kyber/kyber.h"
 
 namespace blkmq {
 
 void register_builtin_elevators() {
-  // Schedulers add themselves here as they land (issue 3).
+  register_mq_deadline();
   kyber::register_kyber();
 }
 

@@ -1,0 +1,45 @@
+// mq-deadline: the kernel's deadline scheduler (block/mq-deadline.c) with
+// seed 003's split insertion lists as queue/iosched/insert_lists.
+//
+// Besides registration, this header gives tests and tools the few knobs the
+// elevator interface has no room for: the time source and the per-level
+// counters the kernel shows in debugfs.
+#pragma once
+
+#include <cstdint>
+
+#include "blkmq/elevator.h"
+
+namespace blkmq {
+
+// Registers "mq-deadline". Called from register_builtin_elevators().
+void register_mq_deadline();
+
+// The time source for FIFO deadlines and priority aging, in ns. Process
+// wide; nullptr restores CLOCK_MONOTONIC. Tests install a fake clock to step
+// time deterministically; set it while no mq-deadline queue does I/O.
+using DeadlineClockFn = uint64_t (*)();
+void deadline_set_clock(DeadlineClockFn fn);
+
+// Per priority level (0 = RT, 1 = BE, 2 = IDLE) counters, as debugfs shows
+// them. inserted counts each request once, however often it is requeued.
+struct DeadlineLevelStats {
+  uint64_t inserted = 0;
+  uint64_t merged = 0;
+  uint64_t dispatched = 0;
+  uint64_t completed = 0;
+};
+struct DeadlineStats {
+  DeadlineLevelStats level[3];
+  uint64_t deferred_inserts = 0;  // split mode: requests that went to the insert lists
+};
+// Counters of q's mq-deadline instance; all zero if q runs another elevator.
+// Task context; takes the scheduler lock.
+DeadlineStats deadline_stats(Queue* q);
+
+// Test hook: with always = true, split mode never takes the main lock at
+// insert (seed 003 exactly as posted), so the deferred path is exercised
+// even without contention. No effect in locked mode.
+void deadline_set_always_defer(Queue* q, bool always);
+
+}  // namespace blkmq

@@ -1,0 +1,111 @@
+// mq-deadline's per-queue state, shared by the scheduler (deadline.cc) and
+// its tunables (deadline_attrs.cc). Not a public header.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory_resource>
+#include <set>
+
+#include "base/spinlock.h"
+#include "blkmq/elevator.h"
+#include "blkmq/ioctx.h"
+
+namespace blkmq::dd {
+
+enum Prio : unsigned { kRtPrio = 0, kBePrio = 1, kIdlePrio = 2, kNrPrio = 3 };
+enum Dir : unsigned { kRead = 0, kWrite = 1, kNrDir = 2 };
+enum class InsertLists : uint8_t { split = 0, locked = 1 };
+
+// Where a request is inside the scheduler (rq->elv_priv[2]). The kernel
+// infers this from RB_EMPTY_NODE and list_empty; we keep it explicit so a
+// request parked on an insert list is never mistaken for a queued one.
+enum RqWhere : uintptr_t { kNowhere = 0, kSorted = 1, kOnDispatch = 2 };
+
+// Sort-tree key: the start sector at insertion (kept in elv_priv[1]
+// because a front merge moves rq->sector before request_merged re-sorts),
+// then the request to make keys unique.
+struct SortKey {
+  uint64_t sector;
+  Request* rq;
+  bool operator<(const SortKey& o) const {
+    return sector != o.sector ? sector < o.sector : std::less<Request*>()(rq, o.rq);
+  }
+};
+// Nodes come from a per-queue pool (no malloc per I/O once warm). An
+// intrusive rbtree would avoid even the pool; the pool keeps this simple.
+using SortTree = std::set<SortKey, std::less<SortKey>, std::pmr::polymorphic_allocator<SortKey>>;
+
+struct PerPrio {
+  explicit PerPrio(std::pmr::memory_resource* mr) : sort{SortTree(mr), SortTree(mr)} {}
+  PerPrio(const PerPrio&) = delete;
+  PerPrio& operator=(const PerPrio&) = delete;
+
+  SortTree sort[kNrDir];
+  ListNode fifo[kNrDir];            // arrival order, linked through queuelist
+  uint64_t latest_pos[kNrDir] = {0, 0};  // sector of the last dispatch
+  // Under the lock, except completed: finish_request runs in any context.
+  uint64_t inserted = 0;
+  uint64_t merged = 0;
+  uint64_t dispatched = 0;
+  std::atomic<uint64_t> completed{0};
+};
+
+// Tunables, protected by DeadlineData::lock (show/store take it).
+struct Tunables {
+  int64_t fifo_expire_ns[kNrDir];
+  int writes_starved;
+  int front_merges;
+  int fifo_batch;
+  int64_t prio_aging_expire_ns;
+};
+
+struct DeadlineData {
+  explicit DeadlineData(Queue* queue, ElevatorQueue* elv);
+  DeadlineData(const DeadlineData&) = delete;
+
+  Queue* q;
+  ElevatorQueue* eq;
+  base::SpinLock lock;
+  std::pmr::unsynchronized_pool_resource pool;  // sort-tree nodes; under lock
+  PerPrio prio[kNrPrio];
+  ListNode dispatch;  // at-head inserts, served before anything else
+  Dir last_dir = kWrite;
+  int batching = 0;
+  int starved = 0;
+  Tunables tun;
+  // Lockless has_work hint: requests on dispatch + the FIFOs (written under
+  // lock) and requests on the insert lists (written under insert_lock).
+  std::atomic<int64_t> nr_queued{0};
+
+  std::atomic<InsertLists> insert_lists{InsertLists::split};
+  std::atomic<bool> always_defer{false};
+  // Seed 003's insertion lists, on their own cache line so submitters
+  // splicing onto them do not bounce the main lock's line.
+  alignas(64) base::SpinLock insert_lock;
+  ListNode at_head;
+  ListNode at_tail;
+  std::atomic<int64_t> nr_pending{0};
+  uint64_t deferred_inserts = 0;  // under insert_lock
+};
+
+inline DeadlineData* dd_of(ElevatorQueue* eq) { return static_cast<DeadlineData*>(eq->elevator_data); }
+inline DeadlineData* dd_of(Queue* q) { return dd_of(queue_elevator(q)); }
+
+// The ioprio class of a request or bio, mapped to a level; class none is
+// best effort, as in the kernel.
+inline Prio prio_of(uint16_t ioprio) {
+  switch (ioprio_class(ioprio)) {
+    case IoprioClass::rt: return kRtPrio;
+    case IoprioClass::idle: return kIdlePrio;
+    default: return kBePrio;
+  }
+}
+inline Dir dir_of(ReqOp op) { return op_is_write(op) ? kWrite : kRead; }
+
+int64_t now_ns();
+
+// The attribute table (deadline_attrs.cc).
+std::vector<ElvAttr> deadline_attrs();
+
+}  // namespace blkmq::dd
