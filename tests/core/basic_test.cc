@@ -52,7 +52,7 @@ TEST(Core, BadBiosFailCleanlyAndTouchNothing) {
 TEST(Core, AttributesReadWriteAndRefuseBadValues) {
   StubDriver d(opts());
   Queue& q = d.q();
-  EXPECT_EQ(*q.attr("queue/scheduler"), "[none]");
+  EXPECT_EQ(*q.attr("queue/scheduler"), "[none] mq-deadline");
   EXPECT_EQ(*q.attr("queue/rq_affinity"), "1");
   EXPECT_TRUE(q.set_attr("queue/rq_affinity", "2"));
   EXPECT_EQ(*q.attr("queue/rq_affinity"), "2");
@@ -192,6 +192,7 @@ TEST(Passthrough, ReservedTagIsAvailableWhenNormalTagsAreExhausted) {
   auto set = TagSet::create(c);
   ASSERT_TRUE(set);
   QueueConfig qc;
+  qc.scheduler = "none";
   qc.limits.capacity_sectors = 1 << 20;
   qc.queuedata = &d;
   auto q = Queue::create(*set.value(), qc);
