@@ -166,6 +166,11 @@ Status elevator_switch(QueueImpl* q, std::string_view name) {
   if (!none && (q->set_->cfg().flags & kTagSetNoSched))
     return Status::invalid("queue/scheduler: this tag set has no_sched; only 'none' is possible");
   std::lock_guard<std::mutex> g(q->sysfs_lock_);
+  // A new queue created with "none" has no depth yet: the tag-set depth.
+  if (none && !q->elevator_ && q->nr_requests_ == 0) {
+    q->nr_requests_ = q->set_->cfg().queue_depth;
+    q->async_depth_ = q->nr_requests_;
+  }
   if ((none && !q->elevator_) || (t && q->elevator_ && q->elevator_->type == t)) return Status::ok();
   return with_queue_frozen(q, [&]() -> Status {
     exit_current(q);

@@ -53,8 +53,7 @@ TEST(Core, BadBiosFailCleanlyAndTouchNothing) {
 TEST(Core, AttributesReadWriteAndRefuseBadValues) {
   StubDriver d(opts());
   Queue& q = d.q();
-  // none is selected; the registered schedulers follow it.
-  EXPECT_EQ(q.attr("queue/scheduler")->rfind("[none]", 0), 0u);
+  EXPECT_EQ(*q.attr("queue/scheduler"), "[none] mq-deadline kyber");
   EXPECT_EQ(*q.attr("queue/rq_affinity"), "1");
   EXPECT_TRUE(q.set_attr("queue/rq_affinity", "2"));
   EXPECT_EQ(*q.attr("queue/rq_affinity"), "2");
@@ -195,6 +194,7 @@ TEST(Passthrough, ReservedTagIsAvailableWhenNormalTagsAreExhausted) {
   auto set = TagSet::create(c);
   ASSERT_TRUE(set);
   QueueConfig qc;
+  qc.scheduler = "none";
   qc.limits.capacity_sectors = 1 << 20;
   qc.queuedata = &d;
   auto q = Queue::create(*set.value(), qc);

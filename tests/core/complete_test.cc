@@ -214,6 +214,7 @@ TEST(Flush, FailedFlushFailsTheWrite) {
   c.ops = &ops;
   auto set = TagSet::create(c);
   QueueConfig qc;
+  qc.scheduler = "none";
   qc.limits.capacity_sectors = 1 << 20;
   qc.limits.write_cache = true;
   auto q = Queue::create(*set.value(), qc);

@@ -57,6 +57,7 @@ TEST(Dispatch, ErrorStatusFromQueueRqEndsTheBio) {
   auto set = TagSet::create(c);
   ASSERT_TRUE(set);
   QueueConfig qc;
+  qc.scheduler = "none";
   qc.limits.capacity_sectors = 1 << 20;
   auto q = Queue::create(*set.value(), qc);
   ASSERT_TRUE(q);

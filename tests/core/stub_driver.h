@@ -45,7 +45,7 @@ class StubDriver {
     uint32_t max_sectors = 2560;
     uint16_t max_segments = 128;
     CompleteMode mode = CompleteMode::inline_end;
-    std::string scheduler;
+    std::string scheduler = "none";  // core tests run without a scheduler unless they ask
     bool budgets = false;
     unsigned budget_limit = 0;
   };
