@@ -270,6 +270,9 @@ bool get_driver_tag(Request* rq) {
   HwCtxImpl* hctx = to_impl(rq->mq_hctx);
   Tags* tags = hctx->tags;
   if (rq->tag == kNoTag) {
+    // A scheduler's request becomes a user of the shared driver tags here
+    // (__blk_mq_alloc_driver_tag marks the hctx busy too).
+    tag_busy(hctx);
     int tag;
     if (rq->rq_flags & kRqfResv) {
       tag = tags->breserved_tags.get();
