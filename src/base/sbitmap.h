@@ -96,7 +96,9 @@ struct SbqWaitEntry {
   ListNode node;                       // on a wait queue while waiting
   void (*func)(SbqWaitEntry*) = nullptr;  // called with the wait queue lock held, after unlinking
   void* data = nullptr;
-  bool queued = false;                 // protected by the wait queue's lock
+  // Written under the wait queue's lock; atomic so that the core may look
+  // without it (list_empty_careful on hctx->dispatch_wait).
+  std::atomic<bool> queued{false};
 };
 
 class SbitmapQueue;

@@ -127,7 +127,8 @@ struct HwCtxImpl : HwCtx {
   // Shared-tags dispatch wait (hctx->dispatch_wait).
   base::SbqWaitEntry dispatch_wait;
   base::SpinLock dispatch_wait_lock;
-  base::SbqWaitQueue* dispatch_wait_wq = nullptr;
+  base::SbqWaitQueue* dispatch_wait_wq = nullptr;  // under dispatch_wait_lock
+  unsigned dispatch_wait_gen = 0;                  // registrations, under dispatch_wait_lock
   std::vector<unsigned> cpus;   // CPUs mapped to this hctx
   std::vector<uint8_t> cpu_mask;  // by CPU id
   std::atomic<unsigned> next_cpu{0};
@@ -329,6 +330,7 @@ void request_bypass_insert(Request* rq, uint32_t flags);
 void try_issue_directly(HwCtxImpl* hctx, Request* rq);
 void issue_list_from_plug(RqList* list, bool from_schedule, bool has_elevator, bool multiple_queues);
 void dispatch_busy_update(HwCtxImpl* hctx, bool busy);
+void init_dispatch_wait(HwCtxImpl* hctx);
 void sched_restart(HwCtxImpl* hctx);
 void requeue_rq_internal(Request* rq);
 

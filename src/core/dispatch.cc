@@ -64,19 +64,24 @@ bool mark_tag_wait(HwCtxImpl* h, Request* rq) {
   }
   base::SbitmapQueue& bt = h->tags->bitmap_tags;
   h->dispatch_wait_lock.lock();
-  if (h->dispatch_wait.queued) {  // protected by the wait queue lock; a stale read only retries
+  if (h->dispatch_wait.queued.load()) {  // a stale read only retries
     h->dispatch_wait_lock.unlock();
     return false;
   }
-  h->dispatch_wait.func = dispatch_wake;
-  h->dispatch_wait.data = h;
   base::SbqWaitQueue* wq = bt.wait_ptr(&h->wait_index);
   bt.add_wait(wq, &h->dispatch_wait);
   h->dispatch_wait_wq = wq;
+  const unsigned gen = ++h->dispatch_wait_gen;
   h->dispatch_wait_lock.unlock();
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!get_driver_tag(rq)) return false;
-  bt.remove_wait(wq, &h->dispatch_wait);
+  // We got a tag: take our registration back so the wake-up goes to someone
+  // who needs it — unless it was woken and another dispatcher of this hctx
+  // registered again meanwhile (maybe on another wait queue): that one is
+  // theirs.
+  h->dispatch_wait_lock.lock();
+  if (h->dispatch_wait_gen == gen) bt.remove_wait(wq, &h->dispatch_wait);
+  h->dispatch_wait_lock.unlock();
   return true;
 }
 
@@ -162,7 +167,7 @@ bool dispatch_rq_list(HwCtxImpl* h, ListNode* list, bool get_budget_each) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const bool needs_restart = h->state.load() & kHctxSchedRestart;
   if (prep == Prep::no_budget) needs_resource = true;
-  const bool no_tag_unqueued = prep == Prep::no_tag && shared_driver_tags(h) && !h->dispatch_wait.queued;
+  const bool no_tag_unqueued = prep == Prep::no_tag && shared_driver_tags(h) && !h->dispatch_wait.queued.load();
   if (!needs_restart || no_tag_unqueued)
     run_hw_queue(h, true);
   else if (needs_resource)
@@ -471,6 +476,13 @@ void dispatch_list(RqList* rqs, bool from_schedule, bool allow_direct) {
 }
 
 }  // namespace
+
+// Set once: a waker may still be calling func while a dispatcher queues the
+// entry again, so the fields are never rewritten.
+void init_dispatch_wait(HwCtxImpl* h) {
+  h->dispatch_wait.func = dispatch_wake;
+  h->dispatch_wait.data = h;
+}
 
 void dispatch_busy_update(HwCtxImpl* h, bool busy) {
   unsigned ewma = h->dispatch_busy.load(std::memory_order_relaxed);

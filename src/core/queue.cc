@@ -36,6 +36,7 @@ Status QueueImpl::init_hctxs(unsigned nr_hw) {
     h->type = type_of_index(set_, i);
     h->tags = set_->tags_[i];
     h->run_work.init(run_work_fn, h.get());
+    init_dispatch_wait(h.get());
     fresh.push_back(std::move(h));
   }
   for (unsigned i = 0; i < nr_hw; i++) {
