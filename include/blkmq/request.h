@@ -27,10 +27,8 @@ enum RqFlag : uint32_t {
   kRqfStarted = 1u << 3,     // the scheduler handed it out
   kRqfFlushSeq = 1u << 4,    // owned by the flush state machine
   kRqfDontPrep = 1u << 5,    // the driver has prepared it; requeue bypasses merging
-  kRqfTimedOut = 1u << 6,
   kRqfIoStat = 1u << 7,      // accounted in the disk stat
   kRqfStats = 1u << 8,       // io_start_time_ns is valid
-  kRqfMixedMerge = 1u << 9,
   kRqfElvHashed = 1u << 10,  // in the elevator's back-merge hash
   kRqfNoMerge = 1u << 11,    // no further merges into this request
   kRqfPassthrough = 1u << 12,  // a driver-private command (Queue::alloc_request)

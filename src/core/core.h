@@ -43,7 +43,6 @@ struct Tags {
   std::vector<Request*> static_rqs;         // preallocated requests by tag
   void* rq_mem = nullptr;
   size_t rq_size = 0;
-  base::SpinLock iter_lock;                 // pins requests during iteration
 };
 
 // ---------------------------------------------------------------- ctx ---
@@ -127,7 +126,6 @@ struct HwCtxImpl : HwCtx {
   // Shared-tags dispatch wait (hctx->dispatch_wait).
   base::SbqWaitEntry dispatch_wait;
   base::SpinLock dispatch_wait_lock;
-  base::SbqWaitQueue* dispatch_wait_wq = nullptr;  // under dispatch_wait_lock
   unsigned dispatch_wait_gen = 0;                  // registrations, under dispatch_wait_lock
   std::vector<unsigned> cpus;   // CPUs mapped to this hctx
   std::vector<uint8_t> cpu_mask;  // by CPU id
@@ -280,7 +278,6 @@ class QueueImpl final : public Queue {
   base::PerCpu<PartStat> stats_;
   std::atomic<uint64_t> io_ticks_ns_{0};
   std::atomic<uint64_t> stamp_ns_{0};
-  std::atomic<uint64_t> queue_time_ns_{0};
   // mq-deadline style queue-wide scheduler flag
   std::atomic<bool> sq_sched_{false};  // read by queue runs outside any lock
   std::atomic<bool> stats_enabled_{false};  // kRqfStats on new requests
@@ -388,7 +385,6 @@ struct PlugState {
   bool multiple_queues = false;
   bool has_elevator = false;
   uint64_t cur_ktime = 0;
-  QueueImpl* last_q = nullptr;
 };
 PlugState* current_plug_state();
 void add_rq_to_plug(PlugState* plug, Request* rq);

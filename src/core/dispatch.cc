@@ -70,7 +70,6 @@ bool mark_tag_wait(HwCtxImpl* h, Request* rq) {
   }
   base::SbqWaitQueue* wq = bt.wait_ptr(&h->wait_index);
   bt.add_wait(wq, &h->dispatch_wait);
-  h->dispatch_wait_wq = wq;
   const unsigned gen = ++h->dispatch_wait_gen;
   h->dispatch_wait_lock.unlock();
   std::atomic_thread_fence(std::memory_order_seq_cst);
