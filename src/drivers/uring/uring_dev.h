@@ -80,6 +80,8 @@ class UringQueue {
   void resubmit(Request* rq);
   // Handles one CQE's result; true when the request is finished, with *st.
   bool handle_result(Request* rq, int res, BlkStatus* st);
+  void reap_ready();
+  bool reap_locked(bool reaper);
   void reap_loop();
   void stop_reaper();
 
@@ -94,7 +96,8 @@ class UringQueue {
   // Serializes SQ use: dispatchers of this hctx and resubmissions.
   std::mutex sq_mu_;
   unsigned pending_ = 0;  // prepared SQEs not yet submitted (under sq_mu_)
-  // Serializes CQ use on poll queues (several pollers may share one).
+  // Serializes CQ use: the reaper and submitters reaping after a submit
+  // (reap_ready); on poll queues, the pollers (several may share one).
   std::mutex cq_mu_;
   std::thread reaper_;
 };
