@@ -2,9 +2,12 @@
 # Instructions per I/O, from callgrind: run the same job for two sizes and
 # divide the difference by the difference in I/Os, so set-up and teardown
 # cancel out. Compares `blkmq bench` on the null device with fio's null
-# engine. Usage: bench/callgrind_per_io.sh [path/to/blkmq]
+# engine. With scheduler names after the binary, measures `blkmq bench` on
+# the null device once per scheduler instead (the per-scheduler cost).
+# Usage: bench/callgrind_per_io.sh [path/to/blkmq [scheduler...]]
 set -euo pipefail
 BLKMQ=${1:-build/release/tools/blkmq}
+[ $# -gt 0 ] && shift
 JOB="--name=x --rw=randread --bs=4k --iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete=8 --gtod_reduce=1"
 count() {  # command... -> instructions
   valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 | sed -n 's/.*Collected : //p'
@@ -16,5 +19,12 @@ per_io() {  # label, command prefix
   b=$(count "$@" --size=400m)
   echo "$label: $(( (b - a) / 51200 )) instructions per I/O"
 }
+if [ $# -gt 0 ]; then
+  for sched in "$@"; do
+    per_io "blkmq bench, null irqmode=0, scheduler=$sched" \
+      "$BLKMQ" bench --driver=null --irqmode=0 --scheduler="$sched" $JOB
+  done
+  exit 0
+fi
 per_io "blkmq bench, null irqmode=0" "$BLKMQ" bench --driver=null --irqmode=0 $JOB
 per_io "fio, ioengine=null" fio --thread --ioengine=null $JOB

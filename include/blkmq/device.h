@@ -36,7 +36,8 @@ class Device {
 
 // Creates a device of driver `driver` ("null", ...). Unknown drivers,
 // unknown parameters and bad values give an error naming them. Parameters
-// named "attr:PATH" are applied as queue attributes after creation.
+// named "attr:PATH" are applied as queue attributes after creation:
+// queue/scheduler first, then the others in name order.
 Result<std::unique_ptr<Device>> create_device(std::string_view driver, const ParamMap& params);
 // Registered driver names.
 std::vector<std::string> device_drivers();

@@ -1,4 +1,5 @@
 // Status names, I/O contexts and the device-driver registry.
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -124,6 +125,10 @@ Result<std::unique_ptr<Device>> create_device(std::string_view driver, const Par
   }
   auto dev = d->create(driver_params);
   if (!dev) return dev.status();
+  // queue/scheduler first: queue/iosched/* and nr_requests act on the
+  // scheduler that is in place, as they do after `echo NAME > scheduler`.
+  std::stable_partition(attrs.begin(), attrs.end(),
+                        [](const auto& a) { return a.first == "queue/scheduler"; });
   for (const auto& [path, value] : attrs) {
     if (Status s = dev.value()->queue().set_attr(path, value); !s) return s;
   }

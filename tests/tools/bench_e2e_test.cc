@@ -35,6 +35,17 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(s.str());
 }
 
+// --scheduler is applied before the scheduler's own attributes, whatever
+// the order on the command line.
+TEST(BenchEndToEnd, SchedulerAttributesFollowTheScheduler) {
+  EXPECT_EQ(run_bench({"--attr", "queue/iosched/insert_lists=locked", "--scheduler=mq-deadline",
+                       "--attr", "queue/nr_requests=8", "--name=x", "--rw=write", "--size=64k"}),
+            0);
+  EXPECT_NE(run_bench({"--scheduler=kyber", "--attr", "queue/iosched/insert_lists=locked", "--name=x",
+                       "--rw=write", "--size=64k"}),
+            0);
+}
+
 TEST(BenchEndToEnd, JobFileGroupsRunInOrder) {
   const std::string job = temp_path("two_groups.fio");
   const std::string out = temp_path("two_groups.json");

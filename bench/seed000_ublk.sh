@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Seed 000 on the ublk null target (ublk devices default to mq-deadline):
+# queue/sched_insert_run=sync (the seed's "after": the submitter runs the hw
+# queue after an unplugged scheduler insert) against async (the "before":
+# kblockd runs it). fio-style job: io_uring engine, 4k randread, qd16, one
+# job; batches of at most two are not plugged, as io_uring does.
+# Usage: bench/seed000_ublk.sh [path/to/blkmq] [rounds] [runtime]
+set -euo pipefail
+BLKMQ=${1:-build/release/tools/blkmq}
+ROUNDS=${2:-3}
+RT=${3:-3}
+job="--name=x --rw=randread --bs=4k --iodepth=16 --runtime=$RT --time_based"
+ublk="$BLKMQ bench --driver=ublk --target=null --nr_hw_queues=1 --scheduler=mq-deadline $job"
+null="$BLKMQ bench --driver=null --submit_queues=1 --irqmode=1 --scheduler=mq-deadline $job"
+cd "$(dirname "$0")/.."
+bench/alternate.sh "$ROUNDS" \
+  "ublk mq-deadline sync" "$ublk --attr queue/sched_insert_run=sync" \
+  "ublk mq-deadline async" "$ublk --attr queue/sched_insert_run=async" \
+  "null mq-deadline sync" "$null --attr queue/sched_insert_run=sync" \
+  "null mq-deadline async" "$null --attr queue/sched_insert_run=async"
