@@ -3,7 +3,8 @@
 # IOPS (the first "IOPS=" of fio's or blkmq bench's normal report, so pass
 # --group_reporting for several jobs) and the median per command, with its
 # ratio to the first command's median. Alternating the runs spreads a noisy
-# machine's load over every command alike.
+# machine's load over every command alike. With SHOW=REGEX in the
+# environment, each run's first match of REGEX is printed beside its IOPS.
 # Usage: bench/alternate.sh ROUNDS LABEL1 'CMD1' LABEL2 'CMD2' ...
 set -euo pipefail
 rounds=$1; shift
@@ -17,10 +18,13 @@ iops() {  # normal report on stdin -> IOPS as a plain number
 declare -A runs
 for ((r = 0; r < rounds; r++)); do
   for i in "${!cmds[@]}"; do
-    v=$(bash -c "${cmds[$i]}" 2>&1 | iops)
-    [ -n "$v" ] || { echo "no IOPS in the output of: ${cmds[$i]}" >&2; exit 1; }
+    out=$(bash -c "${cmds[$i]}" 2>&1) || true
+    v=$(echo "$out" | iops)
+    [ -n "$v" ] || { echo "no IOPS in the output of: ${cmds[$i]}" >&2; echo "$out" >&2; exit 1; }
     runs[$i]="${runs[$i]:-} $v"
-    echo "round $((r + 1)) ${labels[$i]}: $v"
+    extra=""
+    [ -n "${SHOW:-}" ] && extra="  $(echo "$out" | grep -o -m1 -E "$SHOW" || true)"
+    echo "round $((r + 1)) ${labels[$i]}: $v$extra"
   done
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }

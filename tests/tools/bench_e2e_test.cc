@@ -46,6 +46,23 @@ TEST(BenchEndToEnd, SchedulerAttributesFollowTheScheduler) {
             0);
 }
 
+// offset_increment gives each clone its own region: two clones writing
+// 64 KiB each at 0 and 1 MiB, then a verify pass reading both back.
+TEST(BenchEndToEnd, OffsetIncrementSeparatesClones) {
+  const std::string out = temp_path("offset_inc.json");
+  ASSERT_EQ(run_bench({"--memory_backed=1", "--name=x", "--rw=write", "--bs=4k", "--size=64k", "--numjobs=2",
+                       "--offset_increment=1m", "--verify=crc32c", "--output-format=json", "--output=" + out}),
+            0);
+  nlohmann::json j = read_json(out);
+  ASSERT_EQ(j["jobs"].size(), 2u);
+  EXPECT_EQ(j["jobs"][0]["write"]["io_bytes"], 64u << 10);
+  EXPECT_EQ(j["jobs"][1]["write"]["io_bytes"], 64u << 10);
+  // Past the end of the device for the second clone: refused.
+  EXPECT_NE(run_bench({"--null.size=1", "--name=x", "--rw=write", "--size=512k", "--numjobs=2",
+                       "--offset_increment=768k"}),
+            0);
+}
+
 TEST(BenchEndToEnd, JobFileGroupsRunInOrder) {
   const std::string job = temp_path("two_groups.fio");
   const std::string out = temp_path("two_groups.json");

@@ -83,7 +83,7 @@ TEST(Options, Defaults) {
 TEST(Options, FioSyntax) {
   BenchConfig cfg;
   ParseOutcome po = parse({"--name=null-randread", "--rw=randrw", "--rwmixread=70", "--bs=64k", "--size=1g",
-                           "--offset=1m", "--iodepth=32", "--iodepth_batch=8", "--iodepth_batch_complete=4",
+                           "--offset=1m", "--offset_increment=64m", "--iodepth=32", "--iodepth_batch=8", "--iodepth_batch_complete=4",
                            "--numjobs=2", "--runtime=3s", "--time_based", "--ramp_time", "1", "--hipri",
                            "--prio=3", "--prioclass=1", "--gtod_reduce", "--norandommap", "--randseed=7",
                            "--group_reporting", "--output-format=json", "--output=/tmp/x.json", "--thread"},
@@ -96,6 +96,7 @@ TEST(Options, FioSyntax) {
   EXPECT_EQ(j.bs, 65536u);
   EXPECT_EQ(j.size, 1ull << 30);
   EXPECT_EQ(j.offset, 1u << 20);
+  EXPECT_EQ(j.offset_increment, 64u << 20);
   EXPECT_EQ(j.iodepth, 32u);
   EXPECT_EQ(j.iodepth_batch_submit, 8u);
   EXPECT_EQ(j.iodepth_batch_complete, 4u);
@@ -165,6 +166,7 @@ TEST(Options, BadValuesExitOne) {
       {"--prioclass=0"},      {"--runtime=5q"},      {"--time_based"},       {"--output-format=terse"},
       {"--verify=md5"},       {"--numjobs=0"},       {"--attr=novalue"},     {"--size=512", "--bs=4k"},
       {"--offset=100"},       {"--time_based=maybe"}, {"positional"},
+      {"--offset_increment=1000"},
   };
   for (const auto& a : bad) {
     BenchConfig cfg;

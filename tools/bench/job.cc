@@ -40,6 +40,7 @@ Job::~Job() { std::free(buffers_); }
 
 Status Job::prepare() {
   const uint32_t lbs = q_.limits().logical_block_size;
+  spec_.offset += uint64_t{index_} * spec_.offset_increment;
   if (spec_.bs % lbs != 0 || spec_.offset % lbs != 0)
     return Status::invalid("--bs and --offset must be multiples of the device's logical block size " +
                            std::to_string(lbs));

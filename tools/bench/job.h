@@ -74,7 +74,7 @@ class Job {
   void begin_measure();
   void record_error(const IoUnit* u, int err, std::string msg);
 
-  const JobSpec spec_;
+  JobSpec spec_;  // offset made absolute for this clone by prepare()
   const unsigned index_;
   blkmq::Queue& q_;
   const uint64_t dev_size_;

@@ -185,6 +185,10 @@ std::vector<OptionDef> make_defs() {
        [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("size", v, 1, &j.size); }},
       {"offset", nullptr, false, "start offset in bytes (default 0)",
        [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("offset", v, 0, &j.offset); }},
+      {"offset_increment", nullptr, false, "clone N of numjobs starts at offset + N * this (default 0)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_size("offset_increment", v, 0, &j.offset_increment);
+       }},
       {"iodepth", nullptr, false, "I/Os in flight per job (default 1)", JOB_UINT(iodepth, 1, 65536)},
       {"iodepth_batch_submit", "iodepth_batch", false, "bios submitted together (default 1)",
        JOB_UINT(iodepth_batch_submit, 1, 65536)},
@@ -295,6 +299,9 @@ Status finalize_job(JobSpec& j) {
   if (j.prioclass >= 0 && j.prio < 0) j.prio = 4;       // the kernel's default level
   if (j.offset % blkmq::kSectorSize != 0)
     return Status::invalid("--offset=" + std::to_string(j.offset) + " is not a multiple of 512");
+  if (j.offset_increment % blkmq::kSectorSize != 0)
+    return Status::invalid("--offset_increment=" + std::to_string(j.offset_increment) +
+                           " is not a multiple of 512");
   if (j.size != 0 && j.size < j.bs)
     return Status::invalid("--size=" + std::to_string(j.size) + " is smaller than --bs=" + std::to_string(j.bs));
   if (j.time_based && j.runtime_ns == 0)

@@ -47,6 +47,7 @@ struct JobSpec {
   uint32_t bs = 4096;
   uint64_t size = 0;                 // 0: the device size minus offset
   uint64_t offset = 0;
+  uint64_t offset_increment = 0;     // clone N starts at offset + N * this
   unsigned iodepth = 1;
   unsigned iodepth_batch_submit = 1;
   unsigned iodepth_batch_complete = 1;  // fio's iodepth_batch_complete_min; 0 = spin
