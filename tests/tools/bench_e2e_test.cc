@@ -11,21 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/bench.h"
+#include "tools/bench_run.h"
 
 namespace bench {
 namespace {
 
 std::string temp_path(const std::string& stem) {
   return ::testing::TempDir() + "blkmq_e2e_" + std::to_string(getpid()) + "_" + stem;
-}
-
-int run_bench(std::vector<std::string> args) {
-  args.insert(args.begin(), "bench");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return bench_main(static_cast<int>(args.size()), argv.data());
 }
 
 nlohmann::json read_json(const std::string& path) {
