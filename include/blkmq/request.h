@@ -7,6 +7,7 @@
 
 #include "blkmq/bio.h"
 #include "blkmq/list.h"
+#include "blkmq/rbtree.h"
 
 namespace blkmq {
 
@@ -75,6 +76,7 @@ struct alignas(64) Request {
   ListNode queuelist;          // ctx, dispatch, scheduler, requeue lists
   Request* rq_next = nullptr;  // singly linked lists: plug, batches, completion lists
   ListNode hash_node;          // elevator back-merge hash
+  RbNode rb_node;              // a scheduler's sort tree (blkmq/rbtree.h)
   uint64_t fifo_time = 0;      // scheduler FIFO deadline
   void* elv_priv[3] = {nullptr, nullptr, nullptr};  // scheduler private
 

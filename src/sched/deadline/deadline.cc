@@ -19,6 +19,7 @@
 //      inserted before it, and parked requests insert-merge then.
 // The lists therefore only absorb the moments the lock is busy, which is
 // what the seed wanted, without hiding requests from merges.
+#include <cstddef>
 #include <iterator>
 
 #include "base/clock.h"
@@ -36,14 +37,22 @@ RqWhere where_of(const Request* rq) { return static_cast<RqWhere>(reinterpret_ca
 void set_where(Request* rq, RqWhere w) { rq->elv_priv[2] = reinterpret_cast<void*>(static_cast<uintptr_t>(w)); }
 uint64_t key_sector(const Request* rq) { return reinterpret_cast<uintptr_t>(rq->elv_priv[1]); }
 
-SortTree& tree_of(PerPrio* pp, const Request* rq) { return pp->sort[dir_of(rq->op)]; }
+RbTree& tree_of(PerPrio* pp, const Request* rq) { return pp->sort[dir_of(rq->op)]; }
+Request* rq_of(RbNode* n) { return rb_entry<Request>(n, offsetof(Request, rb_node)); }
 
 void tree_add(PerPrio* pp, Request* rq) {
   rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
-  tree_of(pp, rq).insert(SortKey{rq->sector, rq});
+  tree_of(pp, rq).insert_ordered(&rq->rb_node, [](RbNode* a, RbNode* b) {
+    return key_sector(rq_of(a)) < key_sector(rq_of(b));
+  });
 }
 
-void tree_del(PerPrio* pp, Request* rq) { tree_of(pp, rq).erase(SortKey{key_sector(rq), rq}); }
+void tree_del(PerPrio* pp, Request* rq) { tree_of(pp, rq).erase(&rq->rb_node); }
+
+// The first request of a tree whose sort key is at least `sector`.
+Request* tree_lower_bound(const RbTree& t, uint64_t sector) {
+  return rq_of(t.lower_bound([sector](RbNode* n) { return key_sector(rq_of(n)) < sector; }));
+}
 
 // Takes rq off the tree, its FIFO and the merge hash (deadline_remove_request).
 // A request being insert-merged was never queued: nothing to undo then.
@@ -62,8 +71,7 @@ bool level_busy(const PerPrio& pp) { return pp.inserted != pp.completed.load(std
 
 // The first request of a direction at or after the last dispatched sector.
 Request* next_sorted(PerPrio* pp, Dir dir) {
-  auto it = pp->sort[dir].lower_bound(SortKey{pp->latest_pos[dir], nullptr});
-  return it == pp->sort[dir].end() ? nullptr : it->rq;
+  return tree_lower_bound(pp->sort[dir], pp->latest_pos[dir]);
 }
 
 Request* fifo_head(PerPrio* pp, Dir dir) {
@@ -277,10 +285,9 @@ ElvMerge dd_request_merge(Queue* q, Request** rq, const Bio* bio) {
   DeadlineData* dd = dd_of(q);
   if (!dd->tun.front_merges) return ElvMerge::none;
   const uint64_t end = bio->end_sector();
-  SortTree& t = dd->prio[prio_of(bio->ioprio)].sort[dir_of(bio->op)];
-  auto it = t.lower_bound(SortKey{end, nullptr});
-  if (it == t.end() || it->rq->sector != end) return ElvMerge::none;
-  *rq = it->rq;
+  Request* found = tree_lower_bound(dd->prio[prio_of(bio->ioprio)].sort[dir_of(bio->op)], end);
+  if (!found || found->sector != end) return ElvMerge::none;
+  *rq = found;
   return ElvMerge::front;
 }
 
@@ -307,11 +314,7 @@ void dd_requests_merged(Queue* q, Request* rq, Request* next) {
 
 Request* neighbour(Queue*, Request* rq, bool after) {
   if (where_of(rq) != kSorted) return nullptr;
-  SortTree& t = tree_of(level_of(rq), rq);
-  auto it = t.find(SortKey{key_sector(rq), rq});
-  if (it == t.end()) return nullptr;
-  if (after) return ++it == t.end() ? nullptr : it->rq;
-  return it == t.begin() ? nullptr : std::prev(it)->rq;
+  return rq_of(after ? RbTree::next(&rq->rb_node) : RbTree::prev(&rq->rb_node));
 }
 Request* dd_former_request(Queue* q, Request* rq) { return neighbour(q, rq, false); }
 Request* dd_next_request(Queue* q, Request* rq) { return neighbour(q, rq, true); }
@@ -373,7 +376,7 @@ ElevatorType make_type() {
 }  // namespace
 
 DeadlineData::DeadlineData(Queue* queue, ElevatorQueue* elv)
-    : q(queue), eq(elv), prio{PerPrio(&pool), PerPrio(&pool), PerPrio(&pool)} {
+    : q(queue), eq(elv) {
   tun.fifo_expire_ns[kRead] = 500 * static_cast<int64_t>(base::kNsPerMs);
   tun.fifo_expire_ns[kWrite] = 5000 * static_cast<int64_t>(base::kNsPerMs);
   tun.writes_starved = 2;

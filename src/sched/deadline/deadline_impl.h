@@ -4,12 +4,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory_resource>
-#include <set>
 
 #include "base/spinlock.h"
 #include "blkmq/elevator.h"
 #include "blkmq/ioctx.h"
+#include "blkmq/rbtree.h"
 
 namespace blkmq::dd {
 
@@ -22,26 +21,15 @@ enum class InsertLists : uint8_t { split = 0, locked = 1 };
 // request parked on an insert list is never mistaken for a queued one.
 enum RqWhere : uintptr_t { kNowhere = 0, kSorted = 1, kOnDispatch = 2 };
 
-// Sort-tree key: the start sector at insertion (kept in elv_priv[1]
-// because a front merge moves rq->sector before request_merged re-sorts),
-// then the request to make keys unique.
-struct SortKey {
-  uint64_t sector;
-  Request* rq;
-  bool operator<(const SortKey& o) const {
-    return sector != o.sector ? sector < o.sector : std::less<Request*>()(rq, o.rq);
-  }
-};
-// Nodes come from a per-queue pool (no malloc per I/O once warm). An
-// intrusive rbtree would avoid even the pool; the pool keeps this simple.
-using SortTree = std::set<SortKey, std::less<SortKey>, std::pmr::polymorphic_allocator<SortKey>>;
-
+// Sort trees are intrusive (Request::rb_node), keyed by the start sector at
+// insertion (kept in elv_priv[1], because a front merge moves rq->sector
+// before request_merged re-sorts); equal sectors keep arrival order.
 struct PerPrio {
-  explicit PerPrio(std::pmr::memory_resource* mr) : sort{SortTree(mr), SortTree(mr)} {}
+  PerPrio() = default;
   PerPrio(const PerPrio&) = delete;
   PerPrio& operator=(const PerPrio&) = delete;
 
-  SortTree sort[kNrDir];
+  RbTree sort[kNrDir];
   ListNode fifo[kNrDir];            // arrival order, linked through queuelist
   uint64_t latest_pos[kNrDir] = {0, 0};  // sector of the last dispatch
   // Under the lock, except completed: finish_request runs in any context.
@@ -67,7 +55,6 @@ struct DeadlineData {
   Queue* q;
   ElevatorQueue* eq;
   base::SpinLock lock;
-  std::pmr::unsynchronized_pool_resource pool;  // sort-tree nodes; under lock
   PerPrio prio[kNrPrio];
   ListNode dispatch;  // at-head inserts, served before anything else
   Dir last_dir = kWrite;
