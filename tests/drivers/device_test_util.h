@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "blkmq/blkmq.h"
@@ -35,6 +36,37 @@ inline std::unique_ptr<Device> make_device(std::string_view driver, const ParamM
 // create_device(driver, params), expected to fail: its message.
 inline std::string make_device_error(std::string_view driver, const ParamMap& params) {
   auto r = create_device(driver, params);
+  EXPECT_FALSE(r.is_ok());
+  return r ? "" : r.status().message();
+}
+
+// The driver is registered under `driver` with exactly `infos` (names and
+// defaults, in order) as its parameters.
+inline void expect_registered(std::string_view driver, const std::vector<ParamInfo>& infos) {
+  auto drivers = device_drivers();
+  EXPECT_NE(std::find(drivers.begin(), drivers.end(), driver), drivers.end()) << driver;
+  auto params = device_params(driver);
+  ASSERT_EQ(params.size(), infos.size()) << driver;
+  for (size_t i = 0; i < infos.size(); i++) {
+    EXPECT_EQ(params[i].name, infos[i].name);
+    EXPECT_EQ(params[i].default_value, infos[i].default_value) << infos[i].name;
+  }
+}
+
+// A driver's parameter parser (ParamMap -> Result<Params>) run on `m`,
+// expected to succeed: the parsed parameters (defaults on failure).
+template <typename Parse>
+auto parse_ok(Parse parse, const ParamMap& m) {
+  auto r = parse(m);
+  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
+  using Params = std::remove_cvref_t<decltype(*r)>;
+  return r ? *r : Params{};
+}
+
+// The same, expected to fail: its message.
+template <typename Parse>
+std::string parse_err(Parse parse, const ParamMap& m) {
+  auto r = parse(m);
   EXPECT_FALSE(r.is_ok());
   return r ? "" : r.status().message();
 }
@@ -88,6 +120,23 @@ class Waiter {
 // end_io for a bio whose private_data is a Waiter.
 inline void waiter_end_io(Bio* bio) { static_cast<Waiter*>(bio->private_data)->done(bio->status); }
 
+// A bio without data or completion: op, flags, and the byte range.
+inline Bio bio_at(ReqOp op, uint64_t offset, uint32_t len, uint32_t flags = 0) {
+  Bio bio;
+  bio.op = op;
+  bio.flags = flags;
+  bio.sector = offset >> kSectorShift;
+  bio.size = len;
+  return bio;
+}
+
+// `n` bytes of a simple pattern that differs with `seed`.
+inline std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = static_cast<unsigned char>(seed * 37 + i * 11 + 3);
+  return v;
+}
+
 // A bio with its own zeroed buffer (for ops that carry data), for
 // asynchronous submission. Counts its own completions in `ends`, which
 // catches a bio ended twice.
@@ -99,11 +148,7 @@ struct IoSlot {
   Waiter* w = nullptr;
 
   void prep(ReqOp op, uint64_t offset, uint32_t len, Waiter* waiter, uint32_t flags = 0) {
-    bio = Bio{};
-    bio.op = op;
-    bio.flags = flags;
-    bio.sector = offset >> kSectorShift;
-    bio.size = len;
+    bio = bio_at(op, offset, len, flags);
     if (op_has_data(op)) {
       buf.assign(len, 0);
       iov = {buf.data(), len};

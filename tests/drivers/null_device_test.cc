@@ -22,6 +22,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using devtest::IoSlot;
+using devtest::pattern;
 using devtest::Waiter;
 using devtest::waiter_end_io;
 
@@ -41,25 +42,11 @@ int run_batch(Queue& q, ReqOp op, int n, uint32_t len, uint32_t flags = 0, uint6
   return w.errors();
 }
 
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = static_cast<unsigned char>(seed * 37 + i * 11 + 3);
-  return v;
-}
-
 // ---- registration and parameters ----
 
 TEST(NullDevice, IsRegisteredWithEveryParameter) {
   null_driver_link();
-  auto drivers = device_drivers();
-  EXPECT_NE(std::find(drivers.begin(), drivers.end(), "null"), drivers.end());
-  auto params = device_params("null");
-  auto infos = nullb::null_param_infos();
-  ASSERT_EQ(params.size(), infos.size());
-  for (size_t i = 0; i < infos.size(); i++) {
-    EXPECT_EQ(params[i].name, infos[i].name);
-    EXPECT_EQ(params[i].default_value, infos[i].default_value);
-  }
+  devtest::expect_registered("null", nullb::null_param_infos());
 }
 
 TEST(NullDevice, Defaults) {

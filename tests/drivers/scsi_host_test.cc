@@ -23,6 +23,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using devtest::IoSlot;
+using devtest::pattern;
 using devtest::Waiter;
 
 std::unique_ptr<Device> make(const ParamMap& params) { return devtest::make_device("scsi", params); }
@@ -215,12 +216,6 @@ INSTANTIATE_TEST_SUITE_P(Tags, ScsiShare,
                          });
 
 // ---- memory backing ----
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = static_cast<unsigned char>(seed * 37 + i * 11 + 3);
-  return v;
-}
 
 class ScsiMemory : public ::testing::TestWithParam<const char*> {};
 

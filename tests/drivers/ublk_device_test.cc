@@ -23,6 +23,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using devtest::IoSlot;
+using devtest::pattern;
 using devtest::Waiter;
 
 std::unique_ptr<Device> make(const ParamMap& params) { return devtest::make_device("ublk", params); }
@@ -123,12 +124,6 @@ class RamTarget : public UblkTarget {
   bool stop_ = false;
   std::thread worker_;
 };
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = static_cast<unsigned char>(seed * 37 + i * 11 + 3);
-  return v;
-}
 
 // ---- registration and parameters ----
 

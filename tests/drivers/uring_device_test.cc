@@ -50,11 +50,7 @@ struct IoSlot {
 
   void prep(ReqOp op, uint64_t off, uint32_t len, unsigned char* buf, Waiter* w, uint32_t flags = 0,
             uint32_t seg = 0) {
-    bio = Bio{};
-    bio.op = op;
-    bio.flags = flags;
-    bio.sector = off >> kSectorShift;
-    bio.size = len;
+    bio = devtest::bio_at(op, off, len, flags);
     if (op_has_data(op)) {
       // Segments on `seg`-byte boundaries (0: one segment).
       uint16_t n = 0;
@@ -130,12 +126,7 @@ void random_verify(Queue& q, uint64_t dev_size, unsigned bs, int nr_ios, unsigne
 
 TEST(UringDevice, IsRegisteredWithEveryParameter) {
   uring_driver_link();
-  auto drivers = device_drivers();
-  EXPECT_NE(std::find(drivers.begin(), drivers.end(), "uring"), drivers.end());
-  auto params = device_params("uring");
-  auto infos = uring::uring_param_infos();
-  ASSERT_EQ(params.size(), infos.size());
-  for (size_t i = 0; i < infos.size(); i++) EXPECT_EQ(params[i].name, infos[i].name);
+  devtest::expect_registered("uring", uring::uring_param_infos());
 }
 
 TEST(UringDevice, BadParametersAreRefused) {

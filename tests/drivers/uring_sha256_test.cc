@@ -112,9 +112,7 @@ int write_extents(Queue& q, const unsigned char* data, const std::vector<Extent>
       const uint32_t first = (j % 3 == 0 && e.len > unit) ? unit : e.len;
       s.iov[0] = {p, first};
       s.iov[1] = {p + first, e.len - first};
-      s.bio.op = ReqOp::write;
-      s.bio.sector = e.off >> kSectorShift;
-      s.bio.size = e.len;
+      s.bio = devtest::bio_at(ReqOp::write, e.off, e.len);
       s.bio.vec = s.iov;
       s.bio.nr_vecs = first < e.len ? 2 : 1;
       s.bio.end_io = waiter_end_io;
