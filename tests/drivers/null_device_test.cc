@@ -15,83 +15,19 @@
 #include "blkmq/blkmq.h"
 #include "drivers/null/null.h"
 #include "drivers/null/null_params.h"
+#include "drivers/device_test_util.h"
 
 namespace blkmq {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using devtest::IoSlot;
+using devtest::pattern;
+using devtest::Waiter;
+using devtest::waiter_end_io;
 
-std::unique_ptr<Device> make(const ParamMap& params) {
-  auto r = create_device("null", params);
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
-  return r ? std::move(*r) : nullptr;
-}
-
-std::string make_error(const ParamMap& params) {
-  auto r = create_device("null", params);
-  EXPECT_FALSE(r.is_ok());
-  return r ? "" : r.status().message();
-}
-
-// Counts bio completions; wait() returns when `want` have ended.
-class Waiter {
- public:
-  void done(BlkStatus st) {
-    std::lock_guard lk(mu_);
-    ended_++;
-    if (st != BlkStatus::ok) errors_++;
-    last_error_ = st == BlkStatus::ok ? last_error_ : st;
-    cv_.notify_all();
-  }
-  bool wait(int want, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, limit, [&] { return ended_ >= want; });
-  }
-  int ended() {
-    std::lock_guard lk(mu_);
-    return ended_;
-  }
-  int errors() {
-    std::lock_guard lk(mu_);
-    return errors_;
-  }
-  BlkStatus last_error() {
-    std::lock_guard lk(mu_);
-    return last_error_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int ended_ = 0;
-  int errors_ = 0;
-  BlkStatus last_error_ = BlkStatus::ok;
-};
-
-void waiter_end_io(Bio* bio) { static_cast<Waiter*>(bio->private_data)->done(bio->status); }
-
-// A bio with its own buffer, for asynchronous submission.
-struct IoSlot {
-  Bio bio;
-  iovec iov{};
-  std::vector<unsigned char> buf;
-
-  void prep(ReqOp op, uint64_t offset, uint32_t len, Waiter* w, uint32_t flags = 0) {
-    bio = Bio{};
-    bio.op = op;
-    bio.flags = flags;
-    bio.sector = offset >> kSectorShift;
-    bio.size = len;
-    if (op_has_data(op)) {
-      buf.resize(len);
-      iov = {buf.data(), len};
-      bio.vec = &iov;
-      bio.nr_vecs = 1;
-    }
-    bio.end_io = waiter_end_io;
-    bio.private_data = w;
-  }
-};
+std::unique_ptr<Device> make(const ParamMap& params) { return devtest::make_device("null", params); }
+std::string make_error(const ParamMap& params) { return devtest::make_device_error("null", params); }
 
 // Submits n bios of `len` bytes at successive offsets and waits for all.
 // Returns the number that failed.
@@ -106,25 +42,11 @@ int run_batch(Queue& q, ReqOp op, int n, uint32_t len, uint32_t flags = 0, uint6
   return w.errors();
 }
 
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = static_cast<unsigned char>(seed * 37 + i * 11 + 3);
-  return v;
-}
-
 // ---- registration and parameters ----
 
 TEST(NullDevice, IsRegisteredWithEveryParameter) {
   null_driver_link();
-  auto drivers = device_drivers();
-  EXPECT_NE(std::find(drivers.begin(), drivers.end(), "null"), drivers.end());
-  auto params = device_params("null");
-  auto infos = nullb::null_param_infos();
-  ASSERT_EQ(params.size(), infos.size());
-  for (size_t i = 0; i < infos.size(); i++) {
-    EXPECT_EQ(params[i].name, infos[i].name);
-    EXPECT_EQ(params[i].default_value, infos[i].default_value);
-  }
+  devtest::expect_registered("null", nullb::null_param_infos());
 }
 
 TEST(NullDevice, Defaults) {

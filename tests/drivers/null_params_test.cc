@@ -5,21 +5,13 @@
 
 #include "blkmq/tagset.h"
 #include "drivers/null/null_params.h"
+#include "drivers/device_test_util.h"
 
 namespace blkmq::nullb {
 namespace {
 
-NullParams parse_ok(const ParamMap& m) {
-  auto r = parse_null_params(m);
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
-  return r ? *r : NullParams{};
-}
-
-std::string parse_err(const ParamMap& m) {
-  auto r = parse_null_params(m);
-  EXPECT_FALSE(r.is_ok());
-  return r ? "" : r.status().message();
-}
+NullParams parse_ok(const ParamMap& m) { return devtest::parse_ok(parse_null_params, m); }
+std::string parse_err(const ParamMap& m) { return devtest::parse_err(parse_null_params, m); }
 
 TEST(NullParams, DefaultsAreNullBlks) {
   NullParams p = parse_ok({});

@@ -16,77 +16,19 @@
 #include "blkmq/blkmq.h"
 #include "drivers/scsi/scsi_device.h"
 #include "drivers/scsi/scsi_host.h"
+#include "drivers/device_test_util.h"
 
 namespace blkmq::scsi {
 namespace {
 
 using namespace std::chrono_literals;
+using devtest::IoSlot;
+using devtest::pattern;
+using devtest::Waiter;
 
-std::unique_ptr<Device> make(const ParamMap& params) {
-  auto r = create_device("scsi", params);
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
-  return r ? std::move(*r) : nullptr;
-}
+std::unique_ptr<Device> make(const ParamMap& params) { return devtest::make_device("scsi", params); }
 
 ScsiHost& host_of(Device& d) { return static_cast<ScsiDevice&>(d).host(); }
-
-// Counts bio completions and remembers the thread the last one ended in.
-class Waiter {
- public:
-  void done(BlkStatus st) {
-    char name[32] = {};
-    pthread_getname_np(pthread_self(), name, sizeof name);
-    std::lock_guard lk(mu_);
-    ended_++;
-    if (st != BlkStatus::ok) errors_++;
-    thread_ = name;
-    cv_.notify_all();
-  }
-  bool wait(int want, std::chrono::milliseconds limit = 30s) {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, limit, [&] { return ended_ >= want; });
-  }
-  int ended() {
-    std::lock_guard lk(mu_);
-    return ended_;
-  }
-  int errors() {
-    std::lock_guard lk(mu_);
-    return errors_;
-  }
-  std::string thread() {
-    std::lock_guard lk(mu_);
-    return thread_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int ended_ = 0;
-  int errors_ = 0;
-  std::string thread_;
-};
-
-void waiter_end_io(Bio* bio) { static_cast<Waiter*>(bio->private_data)->done(bio->status); }
-
-struct IoSlot {
-  Bio bio;
-  iovec iov{};
-  std::vector<unsigned char> buf;
-
-  void prep(ReqOp op, uint64_t offset, uint32_t len, Waiter* w) {
-    bio = Bio{};
-    bio.op = op;
-    bio.sector = offset >> kSectorShift;
-    bio.size = len;
-    buf.resize(len);
-    iov = {buf.data(), len};
-    bio.vec = &iov;
-    bio.nr_vecs = 1;
-    bio.end_io = waiter_end_io;
-    bio.private_data = w;
-  }
-};
 
 // `threads` submitters each run `rounds` bursts of `depth` 4 KiB reads on
 // q and wait for every burst. Offsets never touch, so nothing merges and
@@ -274,12 +216,6 @@ INSTANTIATE_TEST_SUITE_P(Tags, ScsiShare,
                          });
 
 // ---- memory backing ----
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = static_cast<unsigned char>(seed * 37 + i * 11 + 3);
-  return v;
-}
 
 class ScsiMemory : public ::testing::TestWithParam<const char*> {};
 

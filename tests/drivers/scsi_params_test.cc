@@ -6,21 +6,13 @@
 #include "blkmq/blkmq.h"
 #include "drivers/scsi/scsi.h"
 #include "drivers/scsi/scsi_params.h"
+#include "drivers/device_test_util.h"
 
 namespace blkmq::scsi {
 namespace {
 
-ScsiParams parse_ok(const ParamMap& m) {
-  auto r = parse_scsi_params(m);
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
-  return r ? *r : ScsiParams{};
-}
-
-std::string parse_err(const ParamMap& m) {
-  auto r = parse_scsi_params(m);
-  EXPECT_FALSE(r.is_ok());
-  return r ? "" : r.status().message();
-}
+ScsiParams parse_ok(const ParamMap& m) { return devtest::parse_ok(parse_scsi_params, m); }
+std::string parse_err(const ParamMap& m) { return devtest::parse_err(parse_scsi_params, m); }
 
 TEST(ScsiParams, Defaults) {
   ScsiParams p = parse_ok({});

@@ -16,79 +16,18 @@
 
 #include "blkmq/blkmq.h"
 #include "blkmq/ublk.h"
+#include "drivers/device_test_util.h"
 
 namespace blkmq {
 namespace {
 
 using namespace std::chrono_literals;
+using devtest::IoSlot;
+using devtest::pattern;
+using devtest::Waiter;
 
-// Counts bio completions; wait() returns when `want` have ended. Also
-// catches a bio ended twice.
-class Waiter {
- public:
-  void done(BlkStatus st) {
-    std::lock_guard lk(mu_);
-    ended_++;
-    if (st != BlkStatus::ok) errors_++;
-    cv_.notify_all();
-  }
-  bool wait(int want, std::chrono::milliseconds limit = 30s) {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, limit, [&] { return ended_ >= want; });
-  }
-  int ended() {
-    std::lock_guard lk(mu_);
-    return ended_;
-  }
-  int errors() {
-    std::lock_guard lk(mu_);
-    return errors_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int ended_ = 0;
-  int errors_ = 0;
-};
-
-struct IoSlot {
-  Bio bio;
-  iovec iov{};
-  std::vector<unsigned char> buf;
-  std::atomic<int> ends{0};
-  Waiter* w = nullptr;
-
-  void prep(ReqOp op, uint64_t offset, uint32_t len, Waiter* waiter) {
-    bio = Bio{};
-    bio.op = op;
-    bio.sector = offset >> kSectorShift;
-    bio.size = len;
-    buf.assign(len, 0);
-    iov = {buf.data(), len};
-    bio.vec = &iov;
-    bio.nr_vecs = 1;
-    bio.end_io = [](Bio* b) {
-      auto* s = static_cast<IoSlot*>(b->private_data);
-      s->ends.fetch_add(1);
-      s->w->done(b->status);
-    };
-    bio.private_data = this;
-    w = waiter;
-  }
-};
-
-std::unique_ptr<Device> make(const ParamMap& params) {
-  auto r = create_device("ublk", params);
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
-  return r ? std::move(*r) : nullptr;
-}
-
-std::string make_error(const ParamMap& params) {
-  auto r = create_device("ublk", params);
-  EXPECT_FALSE(r.is_ok());
-  return r ? "" : r.status().message();
-}
+std::unique_ptr<Device> make(const ParamMap& params) { return devtest::make_device("ublk", params); }
+std::string make_error(const ParamMap& params) { return devtest::make_device_error("ublk", params); }
 
 std::unique_ptr<Device> make_user(std::unique_ptr<UblkTarget> t, UblkOptions o) {
   auto r = create_ublk_device(std::move(t), o);
@@ -185,12 +124,6 @@ class RamTarget : public UblkTarget {
   bool stop_ = false;
   std::thread worker_;
 };
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = static_cast<unsigned char>(seed * 37 + i * 11 + 3);
-  return v;
-}
 
 // ---- registration and parameters ----
 

@@ -22,115 +22,25 @@
 #include "blkmq/blkmq.h"
 #include "drivers/uring/uring.h"
 #include "drivers/uring/uring_params.h"
+#include "drivers/device_test_util.h"
 
 namespace blkmq {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using devtest::AlignedBuf;
+using devtest::direct_io_works;
+using devtest::fill_pattern;
+using devtest::Waiter;
+using devtest::waiter_end_io;
 
 // A temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/blkmq-uring-XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    EXPECT_NE(p, nullptr);
-    path_ = p ? p : "/tmp";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const char* name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+struct TempDir : devtest::TempDir {
+  TempDir() : devtest::TempDir("blkmq-uring") {}
 };
 
-std::unique_ptr<Device> make(const ParamMap& params) {
-  auto r = create_device("uring", params);
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
-  return r ? std::move(*r) : nullptr;
-}
-
-std::string make_error(const ParamMap& params) {
-  auto r = create_device("uring", params);
-  EXPECT_FALSE(r.is_ok());
-  return r ? "" : r.status().message();
-}
-
-// Whether the file system under `dir` accepts O_DIRECT.
-bool direct_io_works(const std::string& dir) {
-  std::string f = dir + "/direct-probe";
-  int fd = open(f.c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
-  if (fd >= 0) close(fd);
-  unlink(f.c_str());
-  return fd >= 0;
-}
-
-// Page-aligned buffer (O_DIRECT needs aligned memory).
-struct AlignedBuf {
-  explicit AlignedBuf(size_t n) : size(n) {
-    void* p = nullptr;
-    EXPECT_EQ(posix_memalign(&p, 4096, std::max<size_t>(n, 1)), 0);
-    data = static_cast<unsigned char*>(p);
-  }
-  ~AlignedBuf() { free(data); }
-  AlignedBuf(const AlignedBuf&) = delete;
-  AlignedBuf& operator=(const AlignedBuf&) = delete;
-  unsigned char* data;
-  size_t size;
-};
-
-void fill_pattern(unsigned char* p, size_t n, uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    p[i] = static_cast<unsigned char>(x);
-  }
-}
-
-// Counts bio completions.
-class Waiter {
- public:
-  void done(BlkStatus st) {
-    std::lock_guard lk(mu_);
-    ended_++;
-    if (st != BlkStatus::ok) {
-      errors_++;
-      last_error_ = st;
-    }
-    cv_.notify_all();
-  }
-  bool wait(int want, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, limit, [&] { return ended_ >= want; });
-  }
-  int ended() {
-    std::lock_guard lk(mu_);
-    return ended_;
-  }
-  int errors() {
-    std::lock_guard lk(mu_);
-    return errors_;
-  }
-  BlkStatus last_error() {
-    std::lock_guard lk(mu_);
-    return last_error_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int ended_ = 0;
-  int errors_ = 0;
-  BlkStatus last_error_ = BlkStatus::ok;
-};
-
-void waiter_end_io(Bio* bio) { static_cast<Waiter*>(bio->private_data)->done(bio->status); }
+std::unique_ptr<Device> make(const ParamMap& params) { return devtest::make_device("uring", params); }
+std::string make_error(const ParamMap& params) { return devtest::make_device_error("uring", params); }
 
 // An asynchronous I/O over a caller's buffer, split into up to three
 // segments so requests carry several iovecs.
@@ -140,11 +50,7 @@ struct IoSlot {
 
   void prep(ReqOp op, uint64_t off, uint32_t len, unsigned char* buf, Waiter* w, uint32_t flags = 0,
             uint32_t seg = 0) {
-    bio = Bio{};
-    bio.op = op;
-    bio.flags = flags;
-    bio.sector = off >> kSectorShift;
-    bio.size = len;
+    bio = devtest::bio_at(op, off, len, flags);
     if (op_has_data(op)) {
       // Segments on `seg`-byte boundaries (0: one segment).
       uint16_t n = 0;
@@ -220,12 +126,7 @@ void random_verify(Queue& q, uint64_t dev_size, unsigned bs, int nr_ios, unsigne
 
 TEST(UringDevice, IsRegisteredWithEveryParameter) {
   uring_driver_link();
-  auto drivers = device_drivers();
-  EXPECT_NE(std::find(drivers.begin(), drivers.end(), "uring"), drivers.end());
-  auto params = device_params("uring");
-  auto infos = uring::uring_param_infos();
-  ASSERT_EQ(params.size(), infos.size());
-  for (size_t i = 0; i < infos.size(); i++) EXPECT_EQ(params[i].name, infos[i].name);
+  devtest::expect_registered("uring", uring::uring_param_infos());
 }
 
 TEST(UringDevice, BadParametersAreRefused) {
