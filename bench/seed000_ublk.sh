@@ -13,8 +13,9 @@ job="--name=x --rw=randread --bs=4k --iodepth=16 --runtime=$RT --time_based"
 ublk="$BLKMQ bench --driver=ublk --target=null --nr_hw_queues=1 --scheduler=mq-deadline $job"
 null="$BLKMQ bench --driver=null --submit_queues=1 --irqmode=1 --scheduler=mq-deadline $job"
 cd "$(dirname "$0")/.."
-bench/alternate.sh "$ROUNDS" \
-  "ublk mq-deadline sync" "$ublk --attr queue/sched_insert_run=sync" \
-  "ublk mq-deadline async" "$ublk --attr queue/sched_insert_run=async" \
-  "null mq-deadline sync" "$null --attr queue/sched_insert_run=sync" \
-  "null mq-deadline async" "$null --attr queue/sched_insert_run=async"
+for dev in ublk null; do
+  cmd=${!dev}
+  echo "== $dev, one hw queue, mq-deadline"
+  bench/alternate.sh "$ROUNDS" "$dev sched_insert_run=sync" "$cmd --attr queue/sched_insert_run=sync" \
+    "$dev sched_insert_run=async" "$cmd --attr queue/sched_insert_run=async"
+done
