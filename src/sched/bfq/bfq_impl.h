@@ -123,6 +123,7 @@ struct BfqQueue {
   // ---- requests ----
   SortTree sort;
   ListNode fifo;               // arrival order (queuelist)
+  Request* next_rq = nullptr;  // chosen next request; reset when the set changes
   unsigned queued[2] = {0, 0};  // [async, sync]
   unsigned dispatched = 0;
   unsigned refs = 0;           // requests attached (allocated until freed)

@@ -59,16 +59,17 @@ Request* choose_req(const BfqData* bfqd, Request* r1, Request* r2, uint64_t last
 // neighbours of the head position.
 Request* peek_next(BfqData* bfqd, BfqQueue* q, uint64_t now) {
   if (q->sort.empty()) return nullptr;
+  if (q->next_rq) return q->next_rq;
   if (!q->fifo_checked && !q->fifo.empty()) {
     q->fifo_checked = true;
     Request* head = rq_of(q->fifo.next);
-    if (now >= head->fifo_time) return head;
+    if (now >= head->fifo_time) return q->next_rq = head;
   }
   auto it = q->sort.lower_bound(SortKey{bfqd->last_position, nullptr});
   Request* after = it == q->sort.end() ? nullptr : it->rq;
   Request* before = it == q->sort.begin() ? nullptr : std::prev(it)->rq;
   Request* rq = choose_req(bfqd, after, before, bfqd->last_position);
-  return rq ? rq : q->sort.begin()->rq;
+  return q->next_rq = rq ? rq : q->sort.begin()->rq;
 }
 
 // bfq_remove_request: off the tree, the FIFO and the hash. A queue that
@@ -85,6 +86,7 @@ void remove_request(BfqData* bfqd, Request* rq, uint64_t now) {
   BfqQueue* q = rq_bfqq(rq);
   q->sort.erase(SortKey{key_sector(rq), rq});
   q->queued[sync_idx(rq)]--;
+  q->next_rq = nullptr;
   if (q->sort.empty() && q->busy && q != bfqd->in_service) del_busy(bfqd, q, false, now);
 }
 
@@ -97,6 +99,7 @@ void add_request(BfqData* bfqd, BfqQueue* q, Request* rq, uint64_t arrival, uint
   rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
   q->sort.insert(SortKey{rq->sector, rq});
   q->queued[sync_idx(rq)]++;
+  q->next_rq = nullptr;
   set_where(rq, kSorted);
   bfqd->nr_queued.fetch_add(1, std::memory_order_relaxed);
   if (rq_mergeable(rq)) {
@@ -361,6 +364,7 @@ void bfq_request_merged(Queue*, Request* rq, ElvMerge type) {
   q->sort.erase(SortKey{key_sector(rq), rq});
   rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
   q->sort.insert(SortKey{rq->sector, rq});
+  q->next_rq = nullptr;
 }
 
 void bfq_requests_merged(Queue* q, Request* rq, Request* next) {

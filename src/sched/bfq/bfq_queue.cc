@@ -382,6 +382,7 @@ BfqQueue* set_in_service(BfqData* bfqd, uint64_t now) {
   bfqd->in_service = q;
   if (!q) return nullptr;
   q->fifo_checked = false;
+  q->next_rq = nullptr;  // the slot starts with a FIFO check
   q->wait_request = false;
   q->slot_start = now;
   bfqd->budgets_assigned = (bfqd->budgets_assigned * 7 + 256) / 8;
