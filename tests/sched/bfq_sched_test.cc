@@ -1,6 +1,7 @@
 // bfq's scheduling decisions, step by step at fake times (bfq_test_util.h):
 // weights, classes, idling, weight raising, budgets, FIFO expiry and
 // injection. Every test asserts numbers that a broken scheduler misses.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -171,6 +172,44 @@ TEST(BfqSched, LowLatencyOffEndsRaising) {
   EXPECT_EQ(bfq_queue_info(&sim.q(), a.get()).wr_coeff, 30u);
   sim.set("low_latency", "0");
   EXPECT_EQ(bfq_queue_info(&sim.q(), a.get()).wr_coeff, 1u);
+}
+
+// A context doing a little I/O at a steady low rate (8 sectors every
+// 50 ms, far under 7000 sectors/s) is raised as soft real-time once its
+// interactive raising has run out: coefficient 30 x 100.
+TEST(BfqSched, SteadyLowRateReaderIsSoftRealTime) {
+  BfqSim sim;
+  auto a = make_ioc();
+  unsigned max_coeff_after_interactive = 0;
+  for (int i = 0; i < 100; i++) {
+    sim.submit(a.get(), 64 * i, 8);
+    const unsigned coeff = bfq_queue_info(&sim.q(), a.get()).wr_coeff;
+    if (i == 0) EXPECT_EQ(coeff, 30u) << "new: interactive";
+    if (i * 50 > 4000) max_coeff_after_interactive = std::max(max_coeff_after_interactive, coeff);
+    ASSERT_NE(sim.serve_one(100).first, nullptr);
+    sim.advance_ms(50);
+  }
+  EXPECT_EQ(max_coeff_after_interactive, 3000u);
+  EXPECT_GE(bfq_stats(&sim.q()).wr_started, 2u);
+}
+
+// strict_guarantees keeps at most one request in the driver.
+TEST(BfqSched, StrictGuaranteesOneRequestInTheDriver) {
+  BfqSim sim;
+  auto a = make_ioc();
+  for (int i = 0; i < 4; i++) sim.submit(a.get(), 64 * i, 8);
+  Request* r1 = sim.dispatch();
+  ASSERT_NE(r1, nullptr);
+  Request* r2 = sim.dispatch();
+  EXPECT_NE(r2, nullptr) << "without strict_guarantees the queue keeps going";
+  sim.set("strict_guarantees", "1");
+  EXPECT_EQ(sim.dispatch(), nullptr);
+  sim.complete(r1);
+  EXPECT_EQ(sim.dispatch(), nullptr);
+  if (r2) sim.complete(r2);
+  Request* r3 = sim.dispatch();
+  ASSERT_NE(r3, nullptr);
+  sim.complete(r3);
 }
 
 // A queue that uses up its budget gets four times as much next time
