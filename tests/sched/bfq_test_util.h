@@ -41,13 +41,19 @@ inline std::string bfq_mode_name(const ::testing::TestParamInfo<BfqInsert>& i) {
 }
 
 // An I/O context of the test's own (bio->ioc), with a unique id far from
-// the ids of thread contexts.
-inline std::unique_ptr<IoContext> make_ioc(uint16_t weight = 100, uint16_t ioprio = kIoprioDefault) {
+// the ids of thread contexts. Like a thread's context it must outlive the
+// requests that point to it (parked requests may be inserted at teardown),
+// so every one is kept until the process exits.
+inline std::shared_ptr<IoContext> make_ioc(uint16_t weight = 100, uint16_t ioprio = kIoprioDefault) {
   static std::atomic<uint64_t> next{1ull << 48};
-  auto c = std::make_unique<IoContext>();
+  static std::mutex mu;
+  static std::vector<std::shared_ptr<IoContext>> keep;
+  auto c = std::make_shared<IoContext>();
   c->weight = weight;
   c->ioprio = ioprio;
   c->id = next.fetch_add(1);
+  std::lock_guard<std::mutex> g(mu);
+  keep.push_back(c);
   return c;
 }
 
