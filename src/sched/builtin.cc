@@ -2,6 +2,7 @@
 // function; listing them here keeps them linked from a static library. The
 // order is the order queue/scheduler lists them in, as sysfs does.
 #include "blkmq/elevator.h"
+#include "sched/bfq/bfq.h"
 #include "sched/deadline/deadline.h"
 #include "sched/kyber/kyber.h"
 
@@ -10,6 +11,7 @@ namespace blkmq {
 void register_builtin_elevators() {
   register_mq_deadline();
   kyber::register_kyber();
+  register_bfq();
 }
 
 }  // namespace blkmq

@@ -53,7 +53,7 @@ TEST(Core, BadBiosFailCleanlyAndTouchNothing) {
 TEST(Core, AttributesReadWriteAndRefuseBadValues) {
   StubDriver d(opts());
   Queue& q = d.q();
-  EXPECT_EQ(*q.attr("queue/scheduler"), "[none] mq-deadline kyber");
+  EXPECT_EQ(*q.attr("queue/scheduler"), "[none] mq-deadline kyber bfq");
   EXPECT_EQ(*q.attr("queue/rq_affinity"), "1");
   EXPECT_TRUE(q.set_attr("queue/rq_affinity", "2"));
   EXPECT_EQ(*q.attr("queue/rq_affinity"), "2");

@@ -8,6 +8,7 @@
 // rotation even where none is built in.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -186,8 +187,8 @@ void register_test_fifo() {
   });
 }
 
-// "[none] mq-deadline kyber" -> {"none", "mq-deadline", "kyber"}; the
-// bracketed one is current.
+// "[none] mq-deadline kyber bfq" -> {"none", "mq-deadline", "kyber", "bfq"};
+// the bracketed one is current.
 std::vector<std::string> parse_schedulers(const std::string& attr, std::string* current) {
   std::vector<std::string> out;
   std::istringstream in(attr);
@@ -203,8 +204,8 @@ std::vector<std::string> parse_schedulers(const std::string& attr, std::string* 
 
 TEST(SchedSwitchParse, ReadsTheSysfsList) {
   std::string cur;
-  EXPECT_EQ(parse_schedulers("[none] mq-deadline kyber\n", &cur),
-            (std::vector<std::string>{"none", "mq-deadline", "kyber"}));
+  EXPECT_EQ(parse_schedulers("[none] mq-deadline kyber bfq\n", &cur),
+            (std::vector<std::string>{"none", "mq-deadline", "kyber", "bfq"}));
   EXPECT_EQ(cur, "none");
   EXPECT_EQ(parse_schedulers("none [kyber]", &cur), (std::vector<std::string>{"none", "kyber"}));
   EXPECT_EQ(cur, "kyber");
@@ -261,6 +262,9 @@ TEST(SchedSwitch, RotateSchedulersAndNrRequestsUnderVerifiedIo) {
   ASSERT_TRUE(list) << list.status().message();
   Controller ctl{q, parse_schedulers(*list, nullptr)};
   ASSERT_FALSE(ctl.scheds.empty());
+  // Every built-in scheduler is in the rotation, bfq included.
+  for (const char* name : {"none", "mq-deadline", "kyber", "bfq"})
+    EXPECT_NE(std::find(ctl.scheds.begin(), ctl.scheds.end(), name), ctl.scheds.end()) << name;
   std::printf("[          ] schedulers: %s, %.1f s\n", list->c_str(), seconds);
 
   Counts c;

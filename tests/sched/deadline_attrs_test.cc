@@ -21,7 +21,7 @@ StubDriver::Options deadline_opts(CompleteMode m = CompleteMode::inline_end) {
 
 TEST(DeadlineAttrs, KernelDefaults) {
   StubDriver d(deadline_opts());
-  EXPECT_EQ(*d.q().attr("queue/scheduler"), "none [mq-deadline] kyber");
+  EXPECT_EQ(*d.q().attr("queue/scheduler"), "none [mq-deadline] kyber bfq");
   EXPECT_EQ(get(d.q(), "read_expire"), "500");
   EXPECT_EQ(get(d.q(), "write_expire"), "5000");
   EXPECT_EQ(get(d.q(), "writes_starved"), "2");

@@ -85,7 +85,7 @@ TEST(Options, FioSyntax) {
   ParseOutcome po = parse({"--name=null-randread", "--rw=randrw", "--rwmixread=70", "--bs=64k", "--size=1g",
                            "--offset=1m", "--offset_increment=64m", "--iodepth=32", "--iodepth_batch=8", "--iodepth_batch_complete=4",
                            "--numjobs=2", "--runtime=3s", "--time_based", "--ramp_time", "1", "--hipri",
-                           "--prio=3", "--prioclass=1", "--gtod_reduce", "--norandommap", "--randseed=7",
+                           "--prio=3", "--prioclass=1", "--cgroup_weight=250", "--gtod_reduce", "--norandommap", "--randseed=7",
                            "--group_reporting", "--output-format=json", "--output=/tmp/x.json", "--thread"},
                           &cfg);
   ASSERT_TRUE(po.proceed) << po.message;
@@ -107,6 +107,7 @@ TEST(Options, FioSyntax) {
   EXPECT_TRUE(j.hipri);
   EXPECT_EQ(j.prio, 3);
   EXPECT_EQ(j.prioclass, 1);
+  EXPECT_EQ(j.cgroup_weight, 250);
   EXPECT_TRUE(j.gtod_reduce);
   EXPECT_TRUE(j.norandommap);
   EXPECT_TRUE(j.randseed_given);
@@ -165,8 +166,8 @@ TEST(Options, BadValuesExitOne) {
       {"--iodepth=0"},        {"--rw=sideways"},     {"--ioengine=posixaio"}, {"--prio=8"},
       {"--prioclass=0"},      {"--runtime=5q"},      {"--time_based"},       {"--output-format=terse"},
       {"--verify=md5"},       {"--numjobs=0"},       {"--attr=novalue"},     {"--size=512", "--bs=4k"},
-      {"--offset=100"},       {"--time_based=maybe"}, {"positional"},
-      {"--offset_increment=1000"},
+      {"--offset=100"},       {"--time_based=maybe"}, {"positional"},      {"--cgroup_weight=0"},
+      {"--cgroup_weight=1001"}, {"--offset_increment=1000"},
   };
   for (const auto& a : bad) {
     BenchConfig cfg;

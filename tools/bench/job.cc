@@ -100,6 +100,7 @@ void Job::reset_generators() {
 void Job::run() {
   tl_job = this;
   if (spec_.prioclass > 0) blkmq::current_io_context()->ioprio = ioprio_;
+  if (spec_.cgroup_weight > 0) blkmq::current_io_context()->weight = static_cast<uint16_t>(spec_.cgroup_weight);
   if (spec_.ramp_ns == 0 || spec_.verify != VerifyMode::none) begin_measure();
   if (spec_.verify == VerifyMode::none) {
     run_phase(Phase::normal);

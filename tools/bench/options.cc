@@ -202,6 +202,8 @@ std::vector<OptionDef> make_defs() {
       {"hipri", nullptr, true, "polled I/O: reap with Queue::poll", JOB_BOOL("hipri", hipri)},
       {"prio", nullptr, false, "I/O priority level 0-7", JOB_UINT(prio, 0, 7)},
       {"prioclass", nullptr, false, "I/O priority class: 1 rt, 2 be, 3 idle", JOB_UINT(prioclass, 1, 3)},
+      {"cgroup_weight", nullptr, false, "weight of the job threads' I/O context, 1-1000 (bfq; default 100)",
+       JOB_UINT(cgroup_weight, 1, 1000)},
       {"gtod_reduce", nullptr, true, "no per-I/O clock reads (no latency statistics)",
        JOB_BOOL("gtod_reduce", gtod_reduce)},
       {"norandommap", nullptr, true, "purely random offsets (default: each block once per pass)",

@@ -59,6 +59,7 @@ struct JobSpec {
   bool hipri = false;
   int prio = -1;                     // -1: not given
   int prioclass = -1;
+  int cgroup_weight = -1;            // 1..1000, the job thread's IoContext weight (bfq); -1: not given
   bool gtod_reduce = false;
   bool norandommap = false;
   bool randrepeat = true;

@@ -1,0 +1,82 @@
+// bfq: the Budget Fair Queueing I/O scheduler (block/bfq-iosched.c and
+// block/bfq-wf2q.c): a queue per I/O context, B-WF2Q+ over budgets in
+// sectors, idling, injection and weight raising. Flat (no cgroup
+// hierarchy): an IoContext's weight scales its queues' weights, which is
+// what a cgroup weight does to the queues of a group.
+//
+// Besides registration, this header gives tests and tools what the
+// elevator interface has no room for: the time source, the idle timer
+// driven by that time source, and read-only views of the per-queue state.
+#pragma once
+
+#include <cstdint>
+
+#include "blkmq/elevator.h"
+#include "blkmq/ioctx.h"
+
+namespace blkmq {
+
+// Registers "bfq". Called from register_builtin_elevators().
+void register_bfq();
+
+// The time source of every bfq decision (FIFO expiry, budget timeouts, idle
+// timer, think time, weight raising), in ns. Process wide; nullptr restores
+// CLOCK_MONOTONIC. Set while no bfq queue does I/O. With a fake clock the
+// real idle timer still fires, but only acts once the fake time has reached
+// the idle deadline; tests call bfq_run_idle_timer() after stepping time.
+using BfqClockFn = uint64_t (*)();
+void bfq_set_clock(BfqClockFn fn);
+
+// Runs the idle-timer handler now if the idle timer is armed and its
+// deadline has passed by the bfq clock. Returns true if it acted.
+bool bfq_run_idle_timer(Queue* q);
+
+// Why an in-service queue stopped being served (bfqq_expiration).
+enum class BfqExpire : uint8_t { too_idle, budget_timeout, budget_exhausted, no_more_requests, preempted, nr };
+
+// One bfq queue as tests see it. found = false if none exists.
+struct BfqQueueInfo {
+  bool found = false;
+  bool busy = false;          // has requests, or is in service
+  bool in_service = false;
+  bool wait_request = false;  // in service, empty, idle timer armed
+  unsigned ioprio_class = 0;  // 1 rt, 2 be, 3 idle
+  unsigned orig_weight = 0;   // from ioprio and the context weight
+  unsigned weight = 0;        // orig_weight x wr_coeff, as last applied
+  unsigned wr_coeff = 1;
+  uint64_t budget = 0;        // entity budget (sectors)
+  uint64_t max_budget = 0;    // budget assigned by the feedback rules
+  uint64_t service = 0;       // service received in the current slot
+  unsigned queued = 0;
+  unsigned dispatched = 0;    // with the driver
+  unsigned inject_limit = 0;
+  uint64_t sectors_dispatched = 0;
+};
+// The sync (sync = true) or async queue that requests of `ioc` go to.
+BfqQueueInfo bfq_queue_info(Queue* q, const IoContext* ioc, bool sync = true);
+
+struct BfqStats {
+  uint64_t queues_alive = 0;
+  uint64_t queues_created = 0;
+  uint64_t queues_freed = 0;
+  uint64_t inserted = 0;
+  uint64_t dispatched = 0;
+  uint64_t injected = 0;        // requests dispatched from a queue not in service
+  uint64_t idle_timer_armed = 0;
+  uint64_t expired[static_cast<unsigned>(BfqExpire::nr)] = {};
+  uint64_t wr_started = 0;      // interactive or soft real-time raising
+  uint64_t deferred_inserts = 0;  // split mode: requests parked on the insert lists
+  uint64_t in_service_ioc = 0;  // IoContext id of the in-service sync queue, 0 if none
+  int hw_tag = -1;
+  unsigned rq_in_driver = 0;
+};
+// Counters of q's bfq instance; all zero if q runs another elevator.
+BfqStats bfq_stats(Queue* q);
+
+// Test hooks. hold: has_work says false, so the core never pulls from bfq
+// and a test calls the dispatch hook itself, deciding at a fake time.
+// always_defer: split mode always parks inserts (seed 003 as posted).
+void bfq_set_hold(Queue* q, bool hold);
+void bfq_set_always_defer(Queue* q, bool always);
+
+}  // namespace blkmq

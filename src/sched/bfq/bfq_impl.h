@@ -1,0 +1,275 @@
+// bfq's internal state, shared by the service trees (bfq_wf2q.cc), the
+// scheduler (bfq_iosched.cc) and the tunables (bfq_attrs.cc). Not a public
+// header. Everything below is protected by BfqData::lock unless it says
+// otherwise.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory_resource>
+#include <set>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "base/spinlock.h"
+#include "base/timer.h"
+#include "blkmq/elevator.h"
+#include "blkmq/ioctx.h"
+#include "sched/bfq/bfq.h"
+
+namespace blkmq::bfq {
+
+constexpr uint64_t kMs = base::kNsPerMs;
+enum Class : unsigned { kRt = 0, kBe = 1, kIdle = 2, kNrClasses = 3 };
+enum class InsertLists : uint8_t { split = 0, locked = 1 };
+using Expire = BfqExpire;
+
+// ---- constants (bfq-iosched.c) ----
+constexpr unsigned kServiceShift = 22;             // WFQ_SERVICE_SHIFT
+constexpr uint64_t kDefaultMaxBudget = 16 * 1024;  // sectors, until auto-tuning has data
+constexpr unsigned kAsyncChargeFactor = 3;
+constexpr uint64_t kClassIdleTimeoutNs = 200 * kMs;  // BFQ_CL_IDLE_TIMEOUT
+constexpr uint64_t kMinTtNs = 2 * kMs;               // BFQ_MIN_TT
+constexpr uint64_t kWrMinIdleTimeNs = 2000 * kMs;    // bfq_wr_min_idle_time
+constexpr unsigned kWrCoeff = 30;
+constexpr unsigned kSoftRtWeightFactor = 100;
+constexpr uint64_t kWrRtMaxTimeNs = 300 * kMs;
+constexpr uint64_t kWrMaxSoftRtRate = 7000;          // sectors/s
+constexpr uint64_t kMaxServiceFromWr = 120000;       // sectors
+constexpr uint64_t kWrLongIdleMinNs = 20 * kMs;      // idle slice of a raised queue
+constexpr unsigned kBurstThresh = 8;                 // bfq_large_burst_thresh
+constexpr uint64_t kBurstIntervalNs = 180 * kMs;
+constexpr uint64_t kSeekThr = 8 * 100;               // BFQQ_SEEK_THR (sectors)
+constexpr uint32_t kSectThrNonrot = 64;              // BFQQ_SECT_THR_NONROT
+constexpr unsigned kSeekyThresh = 19;                // of the last 32 requests
+constexpr unsigned kHwQueueThreshold = 3;
+constexpr unsigned kHwQueueSamples = 32;
+constexpr unsigned kTtimeMinSamples = 80;
+constexpr unsigned kStatsMinBudgets = 194;
+constexpr uint64_t kInjectResetNs = 1000 * kMs;
+constexpr uint64_t kRateSlowIntervalNs = 20 * kMs;
+constexpr uint64_t kQueueFreeGraceNs = kWrMinIdleTimeNs;  // see BfqData::sweep
+// Weight raising duration: the kernel's rate_dur_prod / peak_rate with the
+// peak rate at its initial estimate (2/3 of the reference rate), since this
+// rebuild has no peak-rate estimator.
+constexpr uint64_t kWrDurationNs[2] = {10500 * kMs /*rotational*/, 3750 * kMs /*non-rotational*/};
+
+struct BfqQueue;
+
+// Where a request is inside the scheduler (rq->elv_priv[2]).
+enum RqWhere : uintptr_t { kNowhere = 0, kSorted = 1, kOnDispatch = 2, kInDriver = 3 };
+
+struct SortKey {
+  uint64_t sector;
+  Request* rq;
+  bool operator<(const SortKey& o) const {
+    return sector != o.sector ? sector < o.sector : std::less<Request*>()(rq, o.rq);
+  }
+};
+using SortTree = std::set<SortKey, std::less<SortKey>, std::pmr::polymorphic_allocator<SortKey>>;
+
+// Service-tree order: finish time, then creation order to keep keys unique.
+struct ByFinish {
+  bool operator()(const BfqQueue* a, const BfqQueue* b) const;
+};
+using EntTree = std::set<BfqQueue*, ByFinish, std::pmr::polymorphic_allocator<BfqQueue*>>;
+
+// One per class: B-WF2Q+'s virtual time, weight sum, and the active and
+// idle trees. wsum counts every entity on either tree and the in-service
+// one, as the kernel's does.
+struct ServiceTree {
+  explicit ServiceTree(std::pmr::memory_resource* mr) : active(mr), idle(mr) {}
+  uint64_t vtime = 0;
+  uint64_t wsum = 0;
+  EntTree active;
+  EntTree idle;
+};
+
+// Queue identity: sync queues are per context; async queues are shared by
+// every context with the same ioprio (class, level) and weight, which is
+// the kernel's per-group async queues with the weight standing for the group.
+struct QKey {
+  uint64_t ioc_id;   // sync: the context; async: 0
+  uint32_t async;    // async: weight << 16 | ioprio; sync: 0
+  bool operator==(const QKey& o) const { return ioc_id == o.ioc_id && async == o.async; }
+};
+struct QKeyHash {
+  size_t operator()(const QKey& k) const { return std::hash<uint64_t>()(k.ioc_id * 0x9e3779b97f4a7c15ull ^ k.async); }
+};
+
+struct BfqQueue {
+  explicit BfqQueue(std::pmr::memory_resource* mr) : sort(mr) { fifo.init(); }
+  BfqQueue(const BfqQueue&) = delete;
+
+  QKey key{};
+  uint64_t uid = 0;
+  bool sync = true;
+
+  // ---- entity (B-WF2Q+) ----
+  Class cls = kBe;
+  Class new_cls = kBe;
+  unsigned orig_weight = 40;
+  unsigned new_orig_weight = 40;
+  unsigned weight = 40;        // applied weight: orig_weight * wr_coeff
+  bool prio_changed = false;
+  uint64_t start = 0, finish = 0;
+  uint64_t budget = 0;         // entity budget, sectors
+  uint64_t service = 0;        // received in this slot (or while injected)
+  enum Tree : uint8_t { kNone, kActive, kIdleTree } tree = kNone;
+  Class tree_cls = kBe;        // class whose tree holds it / whose wsum counts it
+  bool counted = false;        // contributes to its tree's wsum
+
+  // ---- requests ----
+  SortTree sort;
+  ListNode fifo;               // arrival order (queuelist)
+  Request* next_rq = nullptr;  // chosen next request; reset when the set changes
+  unsigned queued[2] = {0, 0};  // [async, sync]
+  unsigned dispatched = 0;
+  unsigned refs = 0;           // requests attached (allocated until freed)
+  bool busy = false;
+  bool in_weights = false;     // counted in BfqData::weights
+  unsigned weights_key = 0;
+  uint64_t empty_since = 0;    // when refs and busy last dropped to zero
+
+  // ---- budget and service slot ----
+  uint64_t max_budget = 0;
+  uint64_t budget_timeout = 0;  // 0: never in service
+  uint64_t slot_start = 0;
+  bool wait_request = false;
+  bool fifo_checked = false;
+  bool io_bound = true;
+  bool short_ttime = true;
+  bool softrt_update = false;
+
+  // ---- think time and seekiness ----
+  uint64_t last_end_request = 0;
+  uint64_t ttime_samples = 0, ttime_total = 0, ttime_mean = 0;
+  uint32_t seek_history = 1;   // the first request is almost surely seeky
+  uint64_t last_request_pos = 0;
+
+  // ---- weight raising ----
+  unsigned wr_coeff = 1;
+  uint64_t wr_cur_max_time = 0;
+  uint64_t last_wr_start_finish = 0;
+  uint64_t service_from_wr = 0;
+  uint64_t soft_rt_next_start = 0;
+  uint64_t last_idle_bklogged = 0;
+  uint64_t service_from_backlogged = 0;
+  bool in_large_burst = false;
+
+  // ---- injection ----
+  unsigned inject_limit = 0;
+  uint64_t last_serv_time_ns = 0;
+  uint64_t decrease_time = 0;
+
+  uint64_t sectors_dispatched = 0;  // statistics
+};
+
+inline bool ByFinish::operator()(const BfqQueue* a, const BfqQueue* b) const {
+  return a->finish != b->finish ? a->finish < b->finish : a->uid < b->uid;
+}
+
+struct Tunables {
+  uint64_t slice_idle_ns = 8 * kMs;
+  uint64_t fifo_expire_ns[2] = {250 * kMs /*async*/, 125 * kMs /*sync*/};
+  uint64_t back_max_kib = 16 * 1024;
+  unsigned back_penalty = 2;
+  uint64_t user_max_budget = 0;  // 0: auto
+  uint64_t timeout_ns = 125 * kMs;
+  bool strict_guarantees = false;
+  bool low_latency = true;
+};
+
+struct BfqData {
+  BfqData(Queue* queue, ElevatorQueue* elv);
+  ~BfqData();
+  BfqData(const BfqData&) = delete;
+
+  Queue* q;
+  ElevatorQueue* eq;
+  base::SpinLock lock;
+  std::pmr::unsynchronized_pool_resource pool;  // tree nodes; under lock
+  std::unordered_map<QKey, BfqQueue*, QKeyHash> queues;
+  uint64_t next_uid = 1;
+  ServiceTree st[kNrClasses];
+  BfqQueue* in_service = nullptr;
+  ListNode dispatch;            // at-head inserts and requests without a queue
+  unsigned busy_queues[kNrClasses] = {0, 0, 0};
+  // Atomic only so limit_depth may read it without the lock (a hint).
+  std::atomic<unsigned> wr_busy_queues{0};
+  std::map<unsigned, unsigned> weights;  // weight -> active queues (queue_weights_tree)
+  unsigned rq_in_driver = 0;
+  unsigned max_rq_in_driver = 0;
+  int hw_tag = -1;
+  unsigned hw_tag_samples = 0;
+  uint64_t last_position = 0;
+  unsigned budgets_assigned = 0;
+  uint64_t class_idle_last_service = 0;
+  uint64_t last_idling_start = 0;
+  bool rqs_injected = false;
+  // Burst detection (bfq_handle_burst, simplified: no burst list).
+  uint64_t last_ins_in_burst = 0;
+  unsigned burst_size = 0;
+  bool large_burst = false;
+  uint64_t last_sweep = 0;
+  Tunables tun;
+  bool rotational = false;
+
+  // Idle timer: armed on the real clock; acts only once the bfq clock has
+  // reached idle_deadline (0: not armed).
+  base::Timer idle_timer;
+  uint64_t idle_deadline = 0;
+
+  // Lockless has_work hint: requests on dispatch and in queues (written
+  // under lock) and on the insert lists (under insert_lock).
+  std::atomic<int64_t> nr_queued{0};
+  std::atomic<bool> hold{false};
+  std::atomic<InsertLists> insert_lists{InsertLists::split};
+  std::atomic<bool> always_defer{false};
+  alignas(64) base::SpinLock insert_lock;
+  ListNode at_head;
+  ListNode at_tail;
+  std::atomic<int64_t> nr_pending{0};
+  uint64_t deferred_inserts = 0;  // under insert_lock
+
+  BfqStats stats;  // under lock (deferred_inserts: insert_lock)
+
+  uint64_t max_budget() const { return tun.user_max_budget ? tun.user_max_budget : kDefaultMaxBudget; }
+  uint64_t min_budget() const { return max_budget() / 32; }
+  unsigned tot_busy() const { return busy_queues[0] + busy_queues[1] + busy_queues[2]; }
+};
+
+inline BfqData* bfqd_of(ElevatorQueue* eq) { return static_cast<BfqData*>(eq->elevator_data); }
+inline BfqData* bfqd_of(Queue* q) { return bfqd_of(queue_elevator(q)); }
+inline BfqQueue* rq_bfqq(const Request* rq) { return static_cast<BfqQueue*>(rq->elv_priv[0]); }
+inline RqWhere where_of(const Request* rq) {
+  return static_cast<RqWhere>(reinterpret_cast<uintptr_t>(rq->elv_priv[2]));
+}
+inline void set_where(Request* rq, RqWhere w) { rq->elv_priv[2] = reinterpret_cast<void*>(static_cast<uintptr_t>(w)); }
+
+uint64_t now_ns();
+
+// ---- B-WF2Q+ (bfq_wf2q.cc) ----
+// Queue becomes busy: start from the idle tree or at V, finish from the budget.
+void activate_entity(BfqData* bfqd, BfqQueue* bfqq);
+// The in-service queue is expired with requests left: charged what it got,
+// back on the active tree with its next budget.
+void requeue_entity(BfqData* bfqd, BfqQueue* bfqq);
+// The queue has no requests left: to the idle tree, or forgotten.
+void deactivate_entity(BfqData* bfqd, BfqQueue* bfqq, bool in_service);
+// Charge `sectors` of service (advances the class's virtual time).
+void entity_served(BfqData* bfqd, BfqQueue* bfqq, uint64_t sectors);
+// The next queue to serve (taken off its active tree), or nullptr.
+BfqQueue* get_next_queue(BfqData* bfqd, uint64_t now);
+// Drops a queue that is on no active tree from the idle tree and wsum.
+void forget_entity(BfqData* bfqd, BfqQueue* bfqq);
+// Weight (ioprio and context weight) as bfq computes it.
+unsigned ioprio_weight(unsigned level);
+
+// ---- attrs (bfq_attrs.cc) ----
+std::vector<ElvAttr> bfq_attrs();
+// Ends weight raising of every queue (low_latency set to 0). Lock held.
+void end_all_wr(BfqData* bfqd);
+
+}  // namespace blkmq::bfq

@@ -1,0 +1,644 @@
+// bfq's request path and elevator hooks (block/bfq-iosched.c): per-queue
+// FIFOs and sector-sorted trees, the choice of the next request with the
+// back-seek rules, queue selection with idling and injection, completion
+// accounting, the idle timer, merging through the core's helpers, depth
+// limits, and seed 003's insert_lists exactly as mq-deadline offers them:
+//   locked: insert_requests takes the main lock (the current kernel).
+//   split:  insert_requests try_locks the main lock; only when it is
+//           contended are the requests parked on at_head/at_tail under the
+//           light insert lock. Whoever takes the main lock next (dispatch,
+//           bio_merge, an insert) moves them in first, so merges still see
+//           every inserted request (see deadline.cc for the history).
+#include "blkmq/driver.h"
+#include "sched/bfq/bfq.h"
+#include "sched/bfq/bfq_impl.h"
+#include "sched/bfq/bfq_queue.h"
+
+namespace blkmq {
+namespace bfq {
+namespace {
+
+std::atomic<BfqClockFn> g_clock{nullptr};
+
+Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
+uint64_t key_sector(const Request* rq) { return reinterpret_cast<uintptr_t>(rq->elv_priv[1]); }
+unsigned sync_idx(const Request* rq) { return rq_is_sync(rq) ? 1 : 0; }
+
+bool bio_is_sync(const Bio* bio) {
+  return bio->op == ReqOp::read || (bio->flags & (kBioSync | kBioFua | kBioPreflush));
+}
+
+// bfq_choose_req (from CFQ): the request closer to the head, a backward
+// seek within back_seek_max counting back_seek_penalty times its distance.
+Request* choose_req(const BfqData* bfqd, Request* r1, Request* r2, uint64_t last) {
+  if (!r1 || r1 == r2) return r2;
+  if (!r2) return r1;
+  if (rq_is_sync(r1) != rq_is_sync(r2)) return rq_is_sync(r1) ? r1 : r2;
+  const uint64_t back_max = bfqd->tun.back_max_kib * 2;
+  const uint64_t s1 = r1->sector, s2 = r2->sector;
+  uint64_t d1 = 0, d2 = 0;
+  bool wrap1 = false, wrap2 = false;
+  if (s1 >= last) d1 = s1 - last;
+  else if (s1 + back_max >= last) d1 = (last - s1) * bfqd->tun.back_penalty;
+  else wrap1 = true;
+  if (s2 >= last) d2 = s2 - last;
+  else if (s2 + back_max >= last) d2 = (last - s2) * bfqd->tun.back_penalty;
+  else wrap2 = true;
+  if (!wrap1 && !wrap2) {
+    if (d1 != d2) return d1 < d2 ? r1 : r2;
+    return s1 >= s2 ? r1 : r2;
+  }
+  if (wrap1 != wrap2) return wrap1 ? r2 : r1;
+  // Both behind the head beyond back_seek_max: start with the furthest
+  // back, so only one backward seek is needed.
+  return s1 <= s2 ? r1 : r2;
+}
+
+// The next request of a queue: the FIFO head if it expired (checked once
+// per service slot, as bfq_check_fifo does), else the better of the
+// neighbours of the head position.
+Request* peek_next(BfqData* bfqd, BfqQueue* q, uint64_t now) {
+  if (q->sort.empty()) return nullptr;
+  if (q->next_rq) return q->next_rq;
+  if (!q->fifo_checked && !q->fifo.empty()) {
+    q->fifo_checked = true;
+    Request* head = rq_of(q->fifo.next);
+    if (now >= head->fifo_time) return q->next_rq = head;
+  }
+  auto it = q->sort.lower_bound(SortKey{bfqd->last_position, nullptr});
+  Request* after = it == q->sort.end() ? nullptr : it->rq;
+  Request* before = it == q->sort.begin() ? nullptr : std::prev(it)->rq;
+  Request* rq = choose_req(bfqd, after, before, bfqd->last_position);
+  return q->next_rq = rq ? rq : q->sort.begin()->rq;
+}
+
+// bfq_remove_request: off the tree, the FIFO and the hash. A queue that
+// empties and is not in service stops being busy.
+void remove_request(BfqData* bfqd, Request* rq, uint64_t now) {
+  elv_rqhash_del(bfqd->eq, rq);
+  if (bfqd->eq->last_merge == rq) bfqd->eq->last_merge = nullptr;
+  const RqWhere w = where_of(rq);
+  if (w == kNowhere || w == kInDriver) return;
+  ListNode::unlink(&rq->queuelist);
+  bfqd->nr_queued.fetch_sub(1, std::memory_order_relaxed);
+  set_where(rq, kNowhere);
+  if (w != kSorted) return;
+  BfqQueue* q = rq_bfqq(rq);
+  q->sort.erase(SortKey{key_sector(rq), rq});
+  q->queued[sync_idx(rq)]--;
+  q->next_rq = nullptr;
+  if (q->sort.empty() && q->busy && q != bfqd->in_service) del_busy(bfqd, q, false, now);
+}
+
+// __bfq_insert_request + bfq_rq_enqueued.
+void add_request(BfqData* bfqd, BfqQueue* q, Request* rq, uint64_t arrival, uint64_t now) {
+  update_thinktime(bfqd, q, now);
+  update_seek(bfqd, q, rq);
+  rq->fifo_time = arrival + bfqd->tun.fifo_expire_ns[sync_idx(rq)];
+  q->fifo.push_back(&rq->queuelist);
+  rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
+  q->sort.insert(SortKey{rq->sector, rq});
+  q->queued[sync_idx(rq)]++;
+  q->next_rq = nullptr;
+  set_where(rq, kSorted);
+  bfqd->nr_queued.fetch_add(1, std::memory_order_relaxed);
+  if (rq_mergeable(rq)) {
+    elv_rqhash_add(bfqd->eq, rq);
+    if (!bfqd->eq->last_merge) bfqd->eq->last_merge = rq;
+  }
+  if (!q->busy) {
+    if (add_busy(bfqd, q, rq, now)) expire(bfqd, bfqd->in_service, Expire::preempted, now);
+    return;
+  }
+  if (q == bfqd->in_service && q->wait_request) {
+    // A small request while idling boosts throughput: keep waiting for
+    // more, unless the budget has timed out.
+    const bool small = q->queued[sync_idx(rq)] == 1 && (rq->data_len >> kSectorShift) < 32;
+    const bool timed_out = budget_timed_out(q, now);
+    if (small && idling_boosts_thr_without_issues(bfqd, q) && !timed_out) return;
+    q->wait_request = false;
+    bfqd->idle_deadline = 0;
+    if (timed_out) expire(bfqd, q, Expire::budget_timeout, now);
+  }
+}
+
+// bfq_choose_bfqq_for_injection: a queue whose next request fits its
+// budget may be served while the in-service queue is plugged, within the
+// in-service queue's inject_limit of requests in the driver.
+BfqQueue* choose_for_injection(BfqData* bfqd, BfqQueue* in_serv, uint64_t now) {
+  unsigned limit = in_serv->inject_limit;
+  const bool always_inject = in_serv->wr_coeff == 1 || !in_serv->short_ttime;
+  if (limit == 0 && in_serv->last_serv_time_ns == 0 && in_serv->wait_request &&
+      now >= bfqd->last_idling_start + bfqd->tun.slice_idle_ns && !asymmetric_scenario(bfqd, in_serv))
+    limit = 1;
+  if (bfqd->rq_in_driver >= limit) return nullptr;
+  for (ServiceTree& st : bfqd->st) {
+    for (BfqQueue* q : st.active) {
+      if (q->sort.empty() || !(always_inject || q->wr_coeff > 1)) continue;
+      Request* next = peek_next(bfqd, q, now);
+      if (serv_to_charge(next, q) > budget_left(q)) continue;
+      // Only one large request at a time on a non-rotational device.
+      if (!bfqd->rotational && (next->data_len >> kSectorShift) >= kSectThrNonrot && bfqd->rq_in_driver >= 1)
+        continue;
+      bfqd->rqs_injected = true;
+      return q;
+    }
+  }
+  return nullptr;
+}
+
+// bfq_select_queue: keep serving the in-service queue, idle for it, inject
+// another while it is plugged, or expire it and pick the next.
+BfqQueue* select_queue(BfqData* bfqd, uint64_t now) {
+  BfqQueue* q = bfqd->in_service;
+  bool fresh = false;
+  Expire reason = Expire::no_more_requests;
+  if (q && may_expire_for_budget_timeout(q, now) && !(q->sort.empty() && better_to_idle(bfqd, q))) {
+    reason = Expire::budget_timeout;
+  } else {
+    for (;;) {
+      if (!q) {
+        q = set_in_service(bfqd, now);
+        if (!q) return nullptr;
+        fresh = true;
+      }
+      if (!q->sort.empty()) {
+        const uint64_t need = serv_to_charge(peek_next(bfqd, q, now), q);
+        if (need <= budget_left(q) || fresh) {
+          if (need > budget_left(q)) q->budget = q->service + need;  // a new slot always fits one request
+          if (q->wait_request) {
+            q->wait_request = false;
+            bfqd->idle_deadline = 0;
+          }
+          return q;
+        }
+        reason = Expire::budget_exhausted;
+        break;
+      }
+      if (q->wait_request || (q->dispatched != 0 && better_to_idle(bfqd, q))) {
+        if (!idling_boosts_thr_without_issues(bfqd, q) &&
+            (q->wr_coeff == 1 || bfqd->wr_busy_queues > 1 || !q->short_ttime))
+          return choose_for_injection(bfqd, q, now);
+        return nullptr;
+      }
+      reason = Expire::no_more_requests;
+      break;
+    }
+  }
+  expire(bfqd, q, reason, now);
+  q = set_in_service(bfqd, now);
+  if (!q) return nullptr;
+  if (q->sort.empty()) return nullptr;  // cannot happen: an active queue has requests
+  const uint64_t need = serv_to_charge(peek_next(bfqd, q, now), q);
+  if (need > budget_left(q)) q->budget = q->service + need;
+  return q;
+}
+
+void start_in_driver(BfqData* bfqd, Request* rq, BfqQueue* q, uint64_t now) {
+  set_where(rq, kInDriver);
+  rq->fifo_time = now;  // dispatch time, for the injection service-time samples
+  rq->rq_flags |= kRqfStarted;
+  bfqd->rq_in_driver++;
+  bfqd->stats.dispatched++;
+  if (q) q->dispatched++;
+}
+
+// bfq_dispatch_rq_from_bfqq.
+Request* dispatch_from_queue(BfqData* bfqd, BfqQueue* q, uint64_t now) {
+  Request* rq = peek_next(bfqd, q, now);
+  const uint64_t charge = serv_to_charge(rq, q);
+  update_wr_data(bfqd, q, charge, now);
+  if (q->wr_coeff == 1) q->service_from_backlogged += charge;
+  entity_served(bfqd, q, charge);
+  remove_request(bfqd, rq, now);
+  start_in_driver(bfqd, rq, q, now);
+  bfqd->last_position = rq->end_sector();
+  q->sectors_dispatched += rq->data_len >> kSectorShift;
+  if (q != bfqd->in_service) bfqd->stats.injected++;
+  // An idle-class queue gives way as soon as others wait.
+  else if (bfqd->tot_busy() > 1 && q->cls == kIdle) expire(bfqd, q, Expire::budget_exhausted, now);
+  return rq;
+}
+
+Request* dispatch_locked(BfqData* bfqd, uint64_t now) {
+  if (!bfqd->dispatch.empty()) {
+    Request* rq = rq_of(bfqd->dispatch.next);
+    ListNode::unlink(&rq->queuelist);
+    bfqd->nr_queued.fetch_sub(1, std::memory_order_relaxed);
+    start_in_driver(bfqd, rq, rq_bfqq(rq), now);
+    return rq;
+  }
+  if (bfqd->tot_busy() == 0) return nullptr;
+  if (bfqd->tun.strict_guarantees && bfqd->rq_in_driver > 0) return nullptr;
+  BfqQueue* q = select_queue(bfqd, now);
+  return q ? dispatch_from_queue(bfqd, q, now) : nullptr;
+}
+
+// bfq_insert_request. `arrival` is when the request reached the scheduler.
+void insert_one(BfqData* bfqd, Request* rq, bool at_head, uint64_t arrival, uint64_t now, ListNode* free) {
+  BfqQueue* q = rq_bfqq(rq);
+  if (!q && rq->ioc) {
+    q = get_queue(bfqd, rq->ioc, rq_is_sync(rq), now);
+    rq->elv_priv[0] = q;
+    q->refs++;
+  }
+  bfqd->stats.inserted++;
+  if (sched_try_insert_merge(bfqd->q, rq, free)) return;
+  if (at_head || !q) {
+    if (at_head) bfqd->dispatch.push_front(&rq->queuelist);
+    else bfqd->dispatch.push_back(&rq->queuelist);
+    set_where(rq, kOnDispatch);
+    bfqd->nr_queued.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  add_request(bfqd, q, rq, arrival, now);
+}
+
+// Moves parked requests in, at-head ones first. Main lock held.
+void drain_pending_locked(BfqData* bfqd, uint64_t now, ListNode* free) {
+  if (bfqd->nr_pending.load(std::memory_order_acquire) == 0) return;
+  ListNode head, tail;
+  bfqd->insert_lock.lock();
+  head.splice_tail(&bfqd->at_head);
+  tail.splice_tail(&bfqd->at_tail);
+  bfqd->nr_pending.store(0, std::memory_order_relaxed);
+  bfqd->insert_lock.unlock();
+  for (ListNode* l : {&head, &tail}) {
+    while (!l->empty()) {
+      Request* rq = rq_of(l->next);
+      ListNode::unlink(&rq->queuelist);
+      insert_one(bfqd, rq, l == &head, rq->fifo_time, now, free);
+    }
+  }
+}
+
+void park(BfqData* bfqd, ListNode* list, bool at_head, uint64_t now) {
+  int64_t n = 0;
+  for (ListNode* it = list->next; it != list; it = it->next, n++) rq_of(it)->fifo_time = now;
+  bfqd->insert_lock.lock();
+  if (at_head) bfqd->at_head.splice_head(list);
+  else bfqd->at_tail.splice_tail(list);
+  bfqd->deferred_inserts += static_cast<uint64_t>(n);
+  bfqd->nr_pending.fetch_add(n, std::memory_order_release);
+  bfqd->insert_lock.unlock();
+}
+
+// ---- elevator hooks ----
+
+void bfq_insert_requests(HwCtx* hctx, ListNode* list, uint32_t flags) {
+  BfqData* bfqd = bfqd_of(hctx->queue);
+  const bool at_head = flags & kInsertAtHead;
+  const uint64_t now = now_ns();
+  const bool split = bfqd->insert_lists.load(std::memory_order_relaxed) == InsertLists::split;
+  if (split && (bfqd->always_defer.load(std::memory_order_relaxed) || !bfqd->lock.try_lock())) {
+    park(bfqd, list, at_head, now);
+    return;
+  }
+  if (!split) bfqd->lock.lock();
+  ListNode free;
+  drain_pending_locked(bfqd, now, &free);
+  while (!list->empty()) {
+    Request* rq = rq_of(list->next);
+    ListNode::unlink(&rq->queuelist);
+    insert_one(bfqd, rq, at_head, now, now, &free);
+  }
+  bfqd->lock.unlock();
+  free_requests(&free);
+}
+
+Request* bfq_dispatch_request(HwCtx* hctx) {
+  BfqData* bfqd = bfqd_of(hctx->queue);
+  const uint64_t now = now_ns();
+  ListNode free;
+  bfqd->lock.lock();
+  drain_pending_locked(bfqd, now, &free);
+  Request* rq = dispatch_locked(bfqd, now);
+  sweep(bfqd, now, false);
+  bfqd->lock.unlock();
+  free_requests(&free);
+  return rq;
+}
+
+bool bfq_has_work(HwCtx* hctx) {
+  BfqData* bfqd = bfqd_of(hctx->queue);
+  if (bfqd->hold.load(std::memory_order_relaxed)) return false;
+  return bfqd->nr_queued.load(std::memory_order_relaxed) > 0 || bfqd->nr_pending.load(std::memory_order_relaxed) > 0;
+}
+
+bool bfq_bio_merge(Queue* q, Bio* bio, unsigned nr_segs) {
+  BfqData* bfqd = bfqd_of(q);
+  ListNode free;
+  Request* absorbed = nullptr;
+  bfqd->lock.lock();
+  drain_pending_locked(bfqd, now_ns(), &free);
+  const bool merged = sched_try_merge(q, bio, nr_segs, &absorbed);
+  bfqd->lock.unlock();
+  if (absorbed) free.push_back(&absorbed->queuelist);
+  free_requests(&free);
+  return merged;
+}
+
+// A bio may only join a request of the queue it would go to
+// (bfq_allow_bio_merge): same context and same sync-ness.
+bool bfq_allow_merge(Queue*, Request* rq, const Bio* bio) {
+  const IoContext* ioc = bio->ioc ? bio->ioc : current_io_context();
+  return rq->ioc == ioc && rq_is_sync(rq) == bio_is_sync(bio);
+}
+
+// Front-merge lookup in the bio's own queue. Main lock held.
+ElvMerge bfq_request_merge(Queue* q, Request** rq, const Bio* bio) {
+  BfqData* bfqd = bfqd_of(q);
+  const IoContext* ioc = bio->ioc ? bio->ioc : current_io_context();
+  BfqQueue* bq = find_queue(bfqd, ioc, bio_is_sync(bio));
+  if (!bq) return ElvMerge::none;
+  const uint64_t end = bio->end_sector();
+  auto it = bq->sort.lower_bound(SortKey{end, nullptr});
+  if (it == bq->sort.end() || it->rq->sector != end) return ElvMerge::none;
+  *rq = it->rq;
+  return ElvMerge::front;
+}
+
+void bfq_request_merged(Queue*, Request* rq, ElvMerge type) {
+  if (type != ElvMerge::front || where_of(rq) != kSorted) return;
+  BfqQueue* q = rq_bfqq(rq);
+  q->sort.erase(SortKey{key_sector(rq), rq});
+  rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
+  q->sort.insert(SortKey{rq->sector, rq});
+  q->next_rq = nullptr;
+}
+
+void bfq_requests_merged(Queue* q, Request* rq, Request* next) {
+  BfqData* bfqd = bfqd_of(q);
+  // The survivor takes the older FIFO position and deadline.
+  if (where_of(rq) == kSorted && where_of(next) == kSorted && rq_bfqq(rq) == rq_bfqq(next) &&
+      next->fifo_time < rq->fifo_time) {
+    ListNode::unlink(&rq->queuelist);
+    next->queuelist.push_front(&rq->queuelist);
+    rq->fifo_time = next->fifo_time;
+  }
+  remove_request(bfqd, next, now_ns());
+}
+
+Request* neighbour(Request* rq, bool after) {
+  if (where_of(rq) != kSorted) return nullptr;
+  SortTree& t = rq_bfqq(rq)->sort;
+  auto it = t.find(SortKey{key_sector(rq), rq});
+  if (it == t.end()) return nullptr;
+  if (after) return ++it == t.end() ? nullptr : it->rq;
+  return it == t.begin() ? nullptr : std::prev(it)->rq;
+}
+Request* bfq_former_request(Queue*, Request* rq) { return neighbour(rq, false); }
+Request* bfq_next_request(Queue*, Request* rq) { return neighbour(rq, true); }
+
+void bfq_prepare_request(Request* rq) { rq->elv_priv[0] = rq->elv_priv[1] = rq->elv_priv[2] = nullptr; }
+
+// bfq_completed_request for a request the driver had. Returns true if the
+// hw queues should run (the in-service queue was expired, or the driver
+// went idle with work queued).
+bool completed_locked(BfqData* bfqd, Request* rq, BfqQueue* q, uint64_t now) {
+  update_hw_tag(bfqd);
+  bfqd->rq_in_driver--;
+  bool kick = false;
+  if (q) {
+    q->dispatched--;
+    if (!q->dispatched && !q->busy) weights_remove(bfqd, q);
+    q->last_end_request = now;
+    if (q->softrt_update && q->dispatched == 0 && q->sort.empty())
+      q->soft_rt_next_start = softrt_next_start(bfqd, q, now);
+    if (q == bfqd->in_service) {
+      update_inject_limit(bfqd, q, now > rq->fifo_time ? now - rq->fifo_time : 0, bfqd->rq_in_driver == 0, now);
+      if (q->sort.empty() && better_to_idle(bfqd, q)) {
+        if (q->dispatched == 0 && !q->wait_request) arm_slice_timer(bfqd, q, now);
+      } else if (may_expire_for_budget_timeout(q, now)) {
+        expire(bfqd, q, Expire::budget_timeout, now);
+        kick = true;
+      } else if (q->sort.empty() && (q->dispatched == 0 || !better_to_idle(bfqd, q))) {
+        expire(bfqd, q, Expire::no_more_requests, now);
+        kick = true;
+      }
+    }
+  }
+  if (bfqd->rq_in_driver == 0 && bfqd->nr_queued.load(std::memory_order_relaxed) > 0) kick = true;
+  return kick;
+}
+
+void bfq_finish_request(Request* rq) {
+  const RqWhere w = where_of(rq);
+  BfqQueue* q = rq_bfqq(rq);
+  if (w != kInDriver && !q) return;
+  BfqData* bfqd = bfqd_of(rq->q);
+  const uint64_t now = now_ns();
+  bfqd->lock.lock();
+  const bool kick = w == kInDriver && completed_locked(bfqd, rq, q, now);
+  set_where(rq, kNowhere);
+  if (q) {
+    rq->elv_priv[0] = nullptr;
+    q->refs--;
+    put_queue_if_idle(bfqd, q, now);
+  }
+  bfqd->lock.unlock();
+  if (kick) run_hw_queues(bfqd->q, true);
+}
+
+// A dispatched request comes back: it leaves the driver's count but stays
+// attached to its queue; it is inserted again at the head.
+void bfq_requeue_request(Request* rq) {
+  if (where_of(rq) != kInDriver) return;
+  BfqData* bfqd = bfqd_of(rq->q);
+  bfqd->lock.lock();
+  bfqd->rq_in_driver--;
+  if (BfqQueue* q = rq_bfqq(rq)) {
+    q->dispatched--;
+    if (!q->dispatched && !q->busy) weights_remove(bfqd, q);
+  }
+  set_where(rq, kNowhere);
+  rq->rq_flags &= ~kRqfStarted;
+  bfqd->lock.unlock();
+}
+
+// Word depths as the kernel derives them: async I/O may use half of the
+// scheduler tags, sync writes three quarters; while a queue is weight
+// raised, about 18 % and 37 %, so raised sync reads find tags.
+unsigned depth_for(Queue* q, bool sync_write, bool wr) {
+  const unsigned nr = queue_nr_requests(q);
+  const unsigned pct = sync_write ? (wr ? 37 : 75) : (wr ? 18 : 50);
+  const unsigned d = nr * pct / 100;
+  return d ? d : 1;
+}
+
+void bfq_limit_depth(Queue* q, ReqOp op, uint32_t flags, AllocLimit* lim) {
+  if (op == ReqOp::read) return;
+  const bool sync = flags & (kBioSync | kBioFua | kBioPreflush);
+  BfqData* bfqd = bfqd_of(q);
+  // A lockless read of a hint, as the kernel's is.
+  const bool wr = bfqd->wr_busy_queues.load(std::memory_order_relaxed) > 0;
+  lim->shallow_depth = depth_for(q, sync, wr);
+}
+
+void bfq_depth_updated(Queue* q) { set_min_shallow_depth(q, depth_for(q, false, true)); }
+
+void idle_timer_fn(BfqData* bfqd);
+
+Status bfq_init_sched(Queue* q, ElevatorQueue* eq) {
+  auto* bfqd = new BfqData(q, eq);
+  bfqd->idle_timer.init(nullptr, [bfqd] { idle_timer_fn(bfqd); });
+  eq->elevator_data = bfqd;
+  set_queue_async_depth(q, queue_nr_requests(q) * 3 / 4);
+  bfq_depth_updated(q);
+  return Status::ok();
+}
+
+void bfq_exit_sched(ElevatorQueue* eq) {
+  BfqData* bfqd = bfqd_of(eq);
+  bfqd->idle_timer.cancel_sync();  // frozen: nothing re-arms it now
+  delete bfqd;
+  eq->elevator_data = nullptr;
+}
+
+// The idle timer's work (bfq_idle_slice_timer_body). Returns true if it
+// acted.
+bool idle_timer_work(BfqData* bfqd) {
+  bfqd->lock.lock();
+  const uint64_t now = now_ns();
+  if (!bfqd->idle_deadline || now < bfqd->idle_deadline) {
+    bfqd->lock.unlock();
+    return false;
+  }
+  bfqd->idle_deadline = 0;
+  BfqQueue* q = bfqd->in_service;
+  if (q && q->wait_request) {
+    q->wait_request = false;
+    if (budget_timed_out(q, now)) expire(bfqd, q, Expire::budget_timeout, now);
+    else if (q->sort.empty()) expire(bfqd, q, Expire::too_idle, now);
+  }
+  bfqd->lock.unlock();
+  run_hw_queues(bfqd->q, true);
+  return true;
+}
+
+void idle_timer_fn(BfqData* bfqd) { idle_timer_work(bfqd); }
+
+ElevatorType make_type() {
+  ElevatorType t;
+  t.name = "bfq";
+  t.queue_wide = true;
+  ElevatorOps& o = t.ops;
+  o.init_sched = bfq_init_sched;
+  o.exit_sched = bfq_exit_sched;
+  o.depth_updated = bfq_depth_updated;
+  o.allow_merge = bfq_allow_merge;
+  o.bio_merge = bfq_bio_merge;
+  o.request_merge = bfq_request_merge;
+  o.request_merged = bfq_request_merged;
+  o.requests_merged = bfq_requests_merged;
+  o.limit_depth = bfq_limit_depth;
+  o.prepare_request = bfq_prepare_request;
+  o.finish_request = bfq_finish_request;
+  o.requeue_request = bfq_requeue_request;
+  o.insert_requests = bfq_insert_requests;
+  o.dispatch_request = bfq_dispatch_request;
+  o.has_work = bfq_has_work;
+  o.former_request = bfq_former_request;
+  o.next_request = bfq_next_request;
+  t.attrs = bfq_attrs();
+  return t;
+}
+
+BfqData* instance(Queue* q) {
+  ElevatorQueue* eq = queue_elevator(q);
+  return eq && eq->type->name == "bfq" ? bfqd_of(eq) : nullptr;
+}
+
+}  // namespace
+
+BfqData::BfqData(Queue* queue, ElevatorQueue* elv)
+    : q(queue), eq(elv), st{ServiceTree(&pool), ServiceTree(&pool), ServiceTree(&pool)} {
+  dispatch.init();
+  at_head.init();
+  at_tail.init();
+  rotational = queue_rotational(queue);
+  const uint64_t now = now_ns();
+  class_idle_last_service = now;
+  last_sweep = now;
+}
+
+BfqData::~BfqData() {
+  for (ServiceTree& t : st) {
+    t.active.clear();
+    t.idle.clear();
+  }
+  for (auto& [k, q] : queues) delete q;
+  queues.clear();
+}
+
+uint64_t now_ns() {
+  BfqClockFn fn = g_clock.load(std::memory_order_relaxed);
+  return fn ? fn() : base::now_ns();
+}
+
+}  // namespace bfq
+
+void register_bfq() {
+  static const ElevatorType type = bfq::make_type();
+  static const bool registered = register_elevator(&type).is_ok();
+  (void)registered;
+}
+
+void bfq_set_clock(BfqClockFn fn) { bfq::g_clock.store(fn); }
+
+bool bfq_run_idle_timer(Queue* q) {
+  bfq::BfqData* bfqd = bfq::instance(q);
+  return bfqd && bfq::idle_timer_work(bfqd);
+}
+
+BfqQueueInfo bfq_queue_info(Queue* q, const IoContext* ioc, bool sync) {
+  BfqQueueInfo i;
+  bfq::BfqData* bfqd = bfq::instance(q);
+  if (!bfqd) return i;
+  bfqd->lock.lock();
+  if (bfq::BfqQueue* bq = bfq::find_queue(bfqd, ioc, sync)) {
+    i.found = true;
+    i.busy = bq->busy;
+    i.in_service = bq == bfqd->in_service;
+    i.wait_request = bq->wait_request;
+    i.ioprio_class = bq->cls + 1;
+    i.orig_weight = bq->orig_weight;
+    i.weight = bq->weight;
+    i.wr_coeff = bq->wr_coeff;
+    i.budget = bq->budget;
+    i.max_budget = bq->max_budget;
+    i.service = bq->service;
+    i.queued = bq->queued[0] + bq->queued[1];
+    i.dispatched = bq->dispatched;
+    i.inject_limit = bq->inject_limit;
+    i.sectors_dispatched = bq->sectors_dispatched;
+  }
+  bfqd->lock.unlock();
+  return i;
+}
+
+BfqStats bfq_stats(Queue* q) {
+  BfqStats s;
+  bfq::BfqData* bfqd = bfq::instance(q);
+  if (!bfqd) return s;
+  bfqd->lock.lock();
+  s = bfqd->stats;
+  s.in_service_ioc = bfqd->in_service && bfqd->in_service->sync ? bfqd->in_service->key.ioc_id : 0;
+  s.hw_tag = bfqd->hw_tag;
+  s.rq_in_driver = bfqd->rq_in_driver;
+  bfqd->lock.unlock();
+  bfqd->insert_lock.lock();
+  s.deferred_inserts = bfqd->deferred_inserts;
+  bfqd->insert_lock.unlock();
+  return s;
+}
+
+void bfq_set_hold(Queue* q, bool hold) {
+  if (bfq::BfqData* bfqd = bfq::instance(q)) bfqd->hold.store(hold);
+}
+
+void bfq_set_always_defer(Queue* q, bool always) {
+  if (bfq::BfqData* bfqd = bfq::instance(q)) bfqd->always_defer.store(always);
+}
+
+}  // namespace blkmq

@@ -1,0 +1,464 @@
+// bfq's per-queue bookkeeping: finding or creating the queue of a request,
+// the busy/idle switch with weight raising, think time and seekiness, the
+// budget feedback and expiration, and the idling decision. The request
+// path and the elevator hooks are in bfq_iosched.cc.
+#include "sched/bfq/bfq_queue.h"
+
+#include <bit>
+
+namespace blkmq::bfq {
+namespace {
+
+Class class_of(uint16_t ioprio) {
+  switch (ioprio_class(ioprio)) {
+    case IoprioClass::rt: return kRt;
+    case IoprioClass::idle: return kIdle;
+    default: return kBe;
+  }
+}
+
+// The weight a context's queue gets: the ioprio weight scaled by the
+// context weight (default 100 leaves the kernel's ioprio weights as is).
+unsigned weight_of(const IoContext* ioc) {
+  const unsigned level = ioprio_class(ioc->ioprio) == IoprioClass::none ? 4 : ioprio_level(ioc->ioprio);
+  const unsigned w = ioprio_weight(level) * (ioc->weight ? ioc->weight : 100) / 100;
+  return w ? w : 1;
+}
+
+bool totally_seeky(const BfqQueue* q) { return q->seek_history == UINT32_MAX; }
+
+}  // namespace
+
+bool is_seeky(const BfqQueue* q) { return static_cast<unsigned>(std::popcount(q->seek_history)) > kSeekyThresh; }
+
+uint64_t serv_to_charge(const Request* rq, const BfqQueue* q) {
+  const uint64_t sectors = rq->data_len >> kSectorShift;
+  const uint64_t s = sectors ? sectors : 1;
+  return (q->sync || q->wr_coeff > 1) ? s : s * kAsyncChargeFactor;
+}
+
+uint64_t budget_left(const BfqQueue* q) { return q->budget > q->service ? q->budget - q->service : 0; }
+
+QKey key_for(const IoContext* ioc, bool sync) {
+  if (sync) return QKey{ioc->id, 0};
+  return QKey{0, (uint32_t{ioc->weight} << 16) | ioc->ioprio};
+}
+
+BfqQueue* find_queue(BfqData* bfqd, const IoContext* ioc, bool sync) {
+  auto it = bfqd->queues.find(key_for(ioc, sync));
+  return it == bfqd->queues.end() ? nullptr : it->second;
+}
+
+// Reads the context's ioprio and weight (bfq_check_ioprio_change): a change
+// takes effect at the queue's next (re)activation, as in the kernel.
+void check_prio_change(BfqQueue* q, const IoContext* ioc) {
+  const Class c = class_of(ioc->ioprio);
+  const unsigned w = weight_of(ioc);
+  if (c != q->new_cls || w != q->new_orig_weight) {
+    q->new_cls = c;
+    q->new_orig_weight = w;
+    q->prio_changed = true;
+  }
+}
+
+BfqQueue* get_queue(BfqData* bfqd, const IoContext* ioc, bool sync, uint64_t now) {
+  if (BfqQueue* q = find_queue(bfqd, ioc, sync)) {
+    if (sync) check_prio_change(q, ioc);
+    return q;
+  }
+  auto* q = new BfqQueue(&bfqd->pool);
+  q->key = key_for(ioc, sync);
+  q->uid = bfqd->next_uid++;
+  q->sync = sync;
+  q->cls = q->new_cls = q->tree_cls = class_of(ioc->ioprio);
+  q->orig_weight = q->new_orig_weight = q->weight = weight_of(ioc);
+  q->max_budget = 2 * bfqd->max_budget() / 3;
+  q->budget = q->max_budget;
+  q->short_ttime = sync && q->cls != kIdle;
+  q->last_end_request = now;
+  q->decrease_time = now;
+  q->soft_rt_next_start = now;  // bfq_smallest_from_now()
+  bfqd->queues.emplace(q->key, q);
+  bfqd->stats.queues_created++;
+  bfqd->stats.queues_alive++;
+  return q;
+}
+
+void put_queue_if_idle(BfqData* bfqd, BfqQueue* q, uint64_t now) {
+  if (q->refs == 0 && !q->busy && q != bfqd->in_service) q->empty_since = now;
+}
+
+bool queue_unused(const BfqData* bfqd, const BfqQueue* q) {
+  return q->refs == 0 && !q->busy && q != bfqd->in_service && q->dispatched == 0;
+}
+
+void free_queue(BfqData* bfqd, BfqQueue* q) {
+  if (q->tree != BfqQueue::kActive) forget_entity(bfqd, q);
+  if (q->in_weights) weights_remove(bfqd, q);
+  bfqd->queues.erase(q->key);
+  bfqd->stats.queues_freed++;
+  bfqd->stats.queues_alive--;
+  delete q;
+}
+
+// Queues are kept for a while after their last request so that a context
+// that pauses keeps its history (think time, weight raising, budget); one
+// unused for bfq_wr_min_idle_time would start over as a new queue anyway
+// (it counts as idle for long), so it is freed then.
+void sweep(BfqData* bfqd, uint64_t now, bool all) {
+  if (!all && now < bfqd->last_sweep + 100 * kMs) return;
+  bfqd->last_sweep = now;
+  for (auto it = bfqd->queues.begin(); it != bfqd->queues.end();) {
+    BfqQueue* q = (it++)->second;
+    if (queue_unused(bfqd, q) && (all || now >= q->empty_since + kQueueFreeGraceNs)) free_queue(bfqd, q);
+  }
+}
+
+void weights_add(BfqData* bfqd, BfqQueue* q) {
+  if (q->in_weights) return;
+  q->in_weights = true;
+  q->weights_key = q->orig_weight;
+  bfqd->weights[q->weights_key]++;
+}
+
+void weights_remove(BfqData* bfqd, BfqQueue* q) {
+  if (!q->in_weights) return;
+  q->in_weights = false;
+  auto it = bfqd->weights.find(q->weights_key);
+  if (it != bfqd->weights.end() && --it->second == 0) bfqd->weights.erase(it);
+}
+
+// bfq_asymmetric_scenario: queues of different weights (and this one not
+// of the smallest), or several classes busy.
+bool asymmetric_scenario(const BfqData* bfqd, const BfqQueue* q) {
+  const bool smallest = q && !bfqd->weights.empty() && q->orig_weight <= bfqd->weights.begin()->first;
+  const bool varied = !smallest && bfqd->weights.size() > 1;
+  unsigned classes = 0;
+  for (unsigned b : bfqd->busy_queues) classes += b > 0;
+  return varied || classes > 1;
+}
+
+bool idling_boosts_thr_without_issues(const BfqData* bfqd, const BfqQueue* q) {
+  const bool rot_without_queueing = bfqd->rotational && bfqd->hw_tag == 0;
+  const bool seq_io_bound = !is_seeky(q) && q->io_bound && q->short_ttime;
+  const bool boosts = rot_without_queueing || ((bfqd->rotational || bfqd->hw_tag == 0) && seq_io_bound);
+  return boosts && bfqd->wr_busy_queues == 0;
+}
+
+bool idling_needed_for_service_guarantees(const BfqData* bfqd, const BfqQueue* q) {
+  return (q->wr_coeff > 1 &&
+          (bfqd->wr_busy_queues < bfqd->tot_busy() || bfqd->rq_in_driver >= q->dispatched + 4)) ||
+         asymmetric_scenario(bfqd, q);
+}
+
+bool better_to_idle(const BfqData* bfqd, const BfqQueue* q) {
+  if (bfqd->tun.slice_idle_ns == 0 || !q->sync || q->cls == kIdle) return false;
+  if (bfqd->tun.strict_guarantees) return true;
+  return idling_boosts_thr_without_issues(bfqd, q) || idling_needed_for_service_guarantees(bfqd, q);
+}
+
+bool budget_timed_out(const BfqQueue* q, uint64_t now) { return q->budget_timeout && now > q->budget_timeout; }
+
+bool may_expire_for_budget_timeout(const BfqQueue* q, uint64_t now) {
+  return (!q->wait_request || budget_left(q) >= q->budget / 3) && budget_timed_out(q, now);
+}
+
+// Think time (bfq_update_io_thinktime), sampled only when the queue had
+// nothing pending, so it measures the process, not the device.
+void update_thinktime(BfqData* bfqd, BfqQueue* q, uint64_t now) {
+  if (!q->sync || q->dispatched || q->queued[0] || q->queued[1]) return;
+  uint64_t elapsed = now > q->last_end_request ? now - q->last_end_request : 0;
+  const uint64_t cap = 2 * bfqd->tun.slice_idle_ns;
+  if (elapsed > cap) elapsed = cap;
+  q->ttime_samples = (7 * q->ttime_samples + 256) / 8;
+  q->ttime_total = (7 * q->ttime_total + 256 * elapsed) / 8;
+  q->ttime_mean = (q->ttime_total + 128) / q->ttime_samples;
+  if (q->cls != kIdle)
+    q->short_ttime = q->ttime_samples <= kTtimeMinSamples || q->ttime_mean <= bfqd->tun.slice_idle_ns;
+}
+
+void update_seek(BfqData* bfqd, BfqQueue* q, const Request* rq) {
+  const uint64_t d = rq->sector > q->last_request_pos ? rq->sector - q->last_request_pos : q->last_request_pos - rq->sector;
+  const bool seeky = d > kSeekThr && (bfqd->rotational || (rq->data_len >> kSectorShift) < kSectThrNonrot);
+  q->seek_history = (q->seek_history << 1) | (seeky ? 1 : 0);
+  q->last_request_pos = rq->end_sector();
+}
+
+// Large-burst detection (bfq_handle_burst), reduced to its counting: queues
+// activated within 180 ms of each other form a burst; from the 8th on, the
+// burst is large and its queues are not weight-raised as interactive.
+void handle_burst(BfqData* bfqd, BfqQueue* q, uint64_t now) {
+  if (q->budget_timeout != 0 && !q->in_large_burst) {
+    // Only newly created queues join bursts.
+    return;
+  }
+  if (now > bfqd->last_ins_in_burst + kBurstIntervalNs) {
+    bfqd->burst_size = 1;
+    bfqd->large_burst = false;
+  } else if (++bfqd->burst_size >= kBurstThresh) {
+    bfqd->large_burst = true;
+  }
+  bfqd->last_ins_in_burst = now;
+  q->in_large_burst = bfqd->large_burst;
+}
+
+uint64_t wr_duration(const BfqData* bfqd) { return kWrDurationNs[bfqd->rotational ? 0 : 1]; }
+
+void end_wr(BfqData* bfqd, BfqQueue* q, uint64_t now) {
+  if (q->wr_coeff == 1) return;
+  if (q->busy) bfqd->wr_busy_queues--;
+  q->wr_coeff = 1;
+  q->wr_cur_max_time = 0;
+  q->last_wr_start_finish = now;
+  q->prio_changed = true;
+}
+
+void start_wr(BfqData* bfqd, BfqQueue* q, unsigned coeff, uint64_t dur, uint64_t now) {
+  if (q->wr_coeff == 1) {
+    bfqd->stats.wr_started++;
+    if (q->busy) bfqd->wr_busy_queues++;
+  }
+  q->wr_coeff = coeff;
+  q->wr_cur_max_time = dur;
+  q->last_wr_start_finish = now;
+  q->service_from_wr = 0;
+  q->prio_changed = true;
+}
+
+uint64_t softrt_next_start(const BfqData* bfqd, const BfqQueue* q, uint64_t now) {
+  const uint64_t a = q->soft_rt_next_start;
+  const uint64_t b = q->last_idle_bklogged + base::kNsPerSec * q->service_from_backlogged / kWrMaxSoftRtRate;
+  const uint64_t c = now + bfqd->tun.slice_idle_ns + 4 * kMs;
+  return std::max(a, std::max(b, c));
+}
+
+// bfq_update_bfqq_wr_on_rq_arrival.
+void update_wr_on_arrival(BfqData* bfqd, BfqQueue* q, bool interactive, bool soft_rt, bool in_burst,
+                          uint64_t now) {
+  if (q->wr_coeff == 1) {
+    if (interactive) {
+      start_wr(bfqd, q, kWrCoeff, wr_duration(bfqd), now);
+    } else {
+      start_wr(bfqd, q, kWrCoeff * kSoftRtWeightFactor, kWrRtMaxTimeNs, now);
+    }
+    q->budget = std::min(q->budget, 2 * bfqd->min_budget());
+    return;
+  }
+  if (interactive) {
+    start_wr(bfqd, q, kWrCoeff, wr_duration(bfqd), now);
+  } else if (in_burst) {
+    end_wr(bfqd, q, now);
+  } else if (soft_rt && q->wr_cur_max_time != kWrRtMaxTimeNs) {
+    start_wr(bfqd, q, kWrCoeff * kSoftRtWeightFactor, kWrRtMaxTimeNs, now);
+  }
+}
+
+// bfq_bfqq_higher_class_or_weight.
+bool higher_class_or_weight(const BfqQueue* q, const BfqQueue* in_serv) {
+  if (in_serv->cls == kIdle && q->cls != kIdle) return true;
+  if (q->cls != in_serv->cls) return q->new_cls < in_serv->cls;
+  return q->new_orig_weight * q->wr_coeff > in_serv->weight;
+}
+
+// A queue with a new request after having none: the busy switch
+// (bfq_bfqq_handle_idle_busy_switch + bfq_add_bfqq_busy). Returns true if
+// the in-service queue must be preempted.
+bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now) {
+  const bool is_new = q->budget_timeout == 0;
+  if (q->sync) handle_burst(bfqd, q, now);
+  const bool in_burst = q->in_large_burst;
+  const bool idle_for_long = is_new || now > q->budget_timeout + kWrMinIdleTimeNs;
+  const bool soft_rt = !totally_seeky(q) && !in_burst && now > q->soft_rt_next_start && q->dispatched == 0 &&
+                       q->new_orig_weight == ioprio_weight(4) && q->new_cls == kBe;
+  const bool interactive = !in_burst && idle_for_long;
+  const bool deserves = bfqd->tun.low_latency && (q->wr_coeff > 1 || (q->sync && (interactive || soft_rt)));
+
+  // bfq_bfqq_update_budg_for_activation: a fresh budget.
+  q->budget = std::max(q->max_budget, serv_to_charge(rq, q));
+  if (deserves) update_wr_on_arrival(bfqd, q, interactive, soft_rt, in_burst, now);
+  if (bfqd->tun.low_latency && q->wr_coeff == 1) {
+    q->last_idle_bklogged = now;
+    q->service_from_backlogged = 0;
+    q->softrt_update = false;
+  }
+
+  q->busy = true;
+  bfqd->busy_queues[q->new_cls]++;
+  if (q->wr_coeff > 1) bfqd->wr_busy_queues++;
+  activate_entity(bfqd, q);
+  if (!q->dispatched) weights_add(bfqd, q);
+
+  BfqQueue* in_serv = bfqd->in_service;
+  if (!in_serv || in_serv == q) return false;
+  // Preempt a queue of a lower class or weight, or one that is only
+  // waiting (no requests) when idling for it is not worth it.
+  return higher_class_or_weight(q, in_serv) ||
+         (in_serv->wait_request && in_serv->sort.empty() && !better_to_idle(bfqd, in_serv));
+}
+
+void del_busy(BfqData* bfqd, BfqQueue* q, bool in_service, uint64_t now) {
+  q->busy = false;
+  bfqd->busy_queues[q->cls]--;
+  if (q->wr_coeff > 1) bfqd->wr_busy_queues--;
+  if (!q->dispatched) weights_remove(bfqd, q);
+  deactivate_entity(bfqd, q, in_service);
+  put_queue_if_idle(bfqd, q, now);
+}
+
+// bfq_bfqq_is_slow: seeky queues, and queues whose slot lasted long but
+// got less than half of the maximum budget, are charged time.
+bool is_slow(const BfqData* bfqd, const BfqQueue* q, uint64_t now, uint64_t* slot_ns) {
+  *slot_ns = now > q->slot_start ? now - q->slot_start : 0;
+  if (*slot_ns > kRateSlowIntervalNs && q->service < bfqd->max_budget() / 2) return true;
+  return is_seeky(q);
+}
+
+// bfq_bfqq_charge_time: max_budget x elapsed / timeout, at least what it got.
+void charge_time(BfqData* bfqd, BfqQueue* q, uint64_t slot_ns) {
+  uint64_t charge = bfqd->max_budget();
+  if (slot_ns < bfqd->tun.timeout_ns) charge = charge * slot_ns / bfqd->tun.timeout_ns;
+  if (charge < q->service) charge = q->service;
+  if (charge > q->budget) q->budget = charge;
+  entity_served(bfqd, q, charge - q->service);
+}
+
+// __bfq_bfqq_recalc_budget.
+void recalc_budget(BfqData* bfqd, BfqQueue* q, Expire reason) {
+  const uint64_t max = bfqd->max_budget();
+  const uint64_t min = bfqd->min_budget();
+  uint64_t budget = q->wr_coeff == 1 ? q->max_budget : 2 * min;
+  if (q->sync && q->wr_coeff == 1) {
+    switch (reason) {
+      case Expire::too_idle:
+        if (q->dispatched > 0) budget = std::min(budget * 2, max);
+        else budget = budget > 5 * min ? budget - 4 * min : min;
+        break;
+      case Expire::budget_timeout: budget = std::min(budget * 2, max); break;
+      case Expire::budget_exhausted: budget = std::min(budget * 4, max); break;
+      case Expire::no_more_requests: budget = std::max(q->service, min); break;
+      default: break;
+    }
+  } else if (!q->sync) {
+    budget = max;
+  }
+  q->max_budget = std::min(budget, max);
+  q->budget = q->max_budget;
+  if (!q->sort.empty()) {
+    const uint64_t need = serv_to_charge(q->sort.begin()->rq, q);
+    if (need > q->budget) q->budget = need;
+  }
+}
+
+void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now) {
+  uint64_t slot_ns = 0;
+  const bool slow = is_slow(bfqd, q, now, &slot_ns);
+  if (q->wr_coeff == 1 && (slow || (reason == Expire::budget_timeout && budget_left(q) >= q->budget / 3)))
+    charge_time(bfqd, q, slot_ns);
+  if (reason == Expire::too_idle && q->service <= 2 * q->budget / 10) q->io_bound = false;
+  else if (reason == Expire::budget_timeout || reason == Expire::budget_exhausted) q->io_bound = true;
+  if (bfqd->tun.low_latency && q->wr_coeff == 1) q->last_wr_start_finish = now;
+  if (bfqd->tun.low_latency && q->sort.empty()) {
+    if (q->dispatched == 0) q->soft_rt_next_start = softrt_next_start(bfqd, q, now);
+    else q->softrt_update = true;
+  }
+  bfqd->stats.expired[static_cast<unsigned>(reason)]++;
+  recalc_budget(bfqd, q, reason);
+  // __bfq_bfqq_expire
+  bfqd->in_service = nullptr;
+  bfqd->idle_deadline = 0;
+  q->wait_request = false;
+  if (q->sort.empty()) del_busy(bfqd, q, true, now);
+  else {
+    if (q->new_cls != q->cls) {  // the class changes at requeue
+      bfqd->busy_queues[q->cls]--;
+      bfqd->busy_queues[q->new_cls]++;
+    }
+    requeue_entity(bfqd, q);
+  }
+}
+
+BfqQueue* set_in_service(BfqData* bfqd, uint64_t now) {
+  BfqQueue* q = get_next_queue(bfqd, now);
+  bfqd->in_service = q;
+  if (!q) return nullptr;
+  q->fifo_checked = false;
+  q->next_rq = nullptr;  // the slot starts with a FIFO check
+  q->wait_request = false;
+  q->slot_start = now;
+  bfqd->budgets_assigned = (bfqd->budgets_assigned * 7 + 256) / 8;
+  const unsigned coeff = (q->wr_coeff == 1 || q->wr_cur_max_time == kWrRtMaxTimeNs) ? 1 : q->weight / q->orig_weight;
+  q->budget_timeout = now + bfqd->tun.timeout_ns * (coeff ? coeff : 1);
+  return q;
+}
+
+// bfq_arm_slice_timer: the in-service queue is empty and worth waiting for.
+void arm_slice_timer(BfqData* bfqd, BfqQueue* q, uint64_t now) {
+  uint64_t sl = bfqd->tun.slice_idle_ns;
+  if (is_seeky(q) && q->wr_coeff == 1 && !asymmetric_scenario(bfqd, q)) sl = std::min(sl, kMinTtNs);
+  else if (q->wr_coeff > 1) sl = std::max(sl, kWrLongIdleMinNs);
+  q->wait_request = true;
+  bfqd->last_idling_start = now;
+  bfqd->idle_deadline = now + sl;
+  bfqd->stats.idle_timer_armed++;
+  bfqd->idle_timer.arm_after(sl);
+}
+
+// bfq_update_wr_data: raising ends after its time, or for interactive
+// raising after max_service_from_wr sectors.
+void update_wr_data(BfqData* bfqd, BfqQueue* q, uint64_t charge, uint64_t now) {
+  if (q->wr_coeff == 1) return;
+  q->service_from_wr += charge;
+  if (!bfqd->tun.low_latency || now > q->last_wr_start_finish + q->wr_cur_max_time ||
+      (q->wr_cur_max_time != kWrRtMaxTimeNs && q->service_from_wr > kMaxServiceFromWr)) {
+    end_wr(bfqd, q, now);
+  }
+}
+
+// bfq_update_hw_tag: is the device queueing (NCQ)?
+void update_hw_tag(BfqData* bfqd) {
+  if (bfqd->rq_in_driver > bfqd->max_rq_in_driver) bfqd->max_rq_in_driver = bfqd->rq_in_driver;
+  if (bfqd->hw_tag == 1) return;
+  BfqQueue* q = bfqd->in_service;
+  if (q && q->short_ttime && q->dispatched + q->queued[0] + q->queued[1] < kHwQueueThreshold &&
+      bfqd->rq_in_driver < kHwQueueThreshold)
+    return;
+  if (bfqd->hw_tag_samples++ < kHwQueueSamples) return;
+  bfqd->hw_tag = bfqd->max_rq_in_driver >= kHwQueueThreshold ? 1 : 0;
+  bfqd->max_rq_in_driver = 0;
+  bfqd->hw_tag_samples = 0;
+}
+
+// bfq_update_inject_limit, on a completion of the in-service queue:
+// `serv_ns` is the request's dispatch-to-completion time, `alone` says no
+// other request was in the driver with it.
+void update_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t serv_ns, bool alone, uint64_t now) {
+  if (now > q->decrease_time + kInjectResetNs) {  // re-probe periodically
+    q->inject_limit = q->last_serv_time_ns ? 1 : 0;
+    q->last_serv_time_ns = 0;
+    q->decrease_time = now;
+  }
+  const unsigned old = q->inject_limit;
+  if (q->last_serv_time_ns > 0 && bfqd->rqs_injected) {
+    const uint64_t threshold = q->last_serv_time_ns * 3 / 2;
+    if (serv_ns >= threshold && old > 0) {
+      q->inject_limit--;
+      q->decrease_time = now;
+    } else if (serv_ns < threshold && old <= bfqd->max_rq_in_driver) {
+      q->inject_limit++;
+    }
+  }
+  if ((q->last_serv_time_ns == 0 && alone) || (serv_ns && serv_ns < q->last_serv_time_ns)) {
+    if (q->last_serv_time_ns == 0) q->inject_limit = std::max(1u, old);
+    q->last_serv_time_ns = serv_ns;
+  } else if (!bfqd->rqs_injected && alone) {
+    q->last_serv_time_ns = serv_ns;
+  }
+  bfqd->rqs_injected = false;
+}
+
+void end_all_wr(BfqData* bfqd) {
+  const uint64_t now = now_ns();
+  for (auto& [k, q] : bfqd->queues) end_wr(bfqd, q, now);
+}
+
+}  // namespace blkmq::bfq

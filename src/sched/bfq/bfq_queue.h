@@ -1,0 +1,38 @@
+// bfq's per-queue decisions (bfq_queue.cc), used by the request path in
+// bfq_iosched.cc. Not a public header; all of it runs under BfqData::lock.
+#pragma once
+
+#include "sched/bfq/bfq_impl.h"
+
+namespace blkmq::bfq {
+
+bool is_seeky(const BfqQueue* q);
+uint64_t serv_to_charge(const Request* rq, const BfqQueue* q);
+uint64_t budget_left(const BfqQueue* q);
+QKey key_for(const IoContext* ioc, bool sync);
+BfqQueue* find_queue(BfqData* bfqd, const IoContext* ioc, bool sync);
+BfqQueue* get_queue(BfqData* bfqd, const IoContext* ioc, bool sync, uint64_t now);
+void put_queue_if_idle(BfqData* bfqd, BfqQueue* q, uint64_t now);
+void free_queue(BfqData* bfqd, BfqQueue* q);
+void sweep(BfqData* bfqd, uint64_t now, bool all);
+void weights_add(BfqData* bfqd, BfqQueue* q);
+void weights_remove(BfqData* bfqd, BfqQueue* q);
+bool asymmetric_scenario(const BfqData* bfqd, const BfqQueue* q);
+bool idling_boosts_thr_without_issues(const BfqData* bfqd, const BfqQueue* q);
+bool better_to_idle(const BfqData* bfqd, const BfqQueue* q);
+bool budget_timed_out(const BfqQueue* q, uint64_t now);
+bool may_expire_for_budget_timeout(const BfqQueue* q, uint64_t now);
+void update_thinktime(BfqData* bfqd, BfqQueue* q, uint64_t now);
+void update_seek(BfqData* bfqd, BfqQueue* q, const Request* rq);
+bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now);
+void del_busy(BfqData* bfqd, BfqQueue* q, bool in_service, uint64_t now);
+void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now);
+BfqQueue* set_in_service(BfqData* bfqd, uint64_t now);
+void arm_slice_timer(BfqData* bfqd, BfqQueue* q, uint64_t now);
+void update_wr_data(BfqData* bfqd, BfqQueue* q, uint64_t charge, uint64_t now);
+void end_wr(BfqData* bfqd, BfqQueue* q, uint64_t now);
+uint64_t softrt_next_start(const BfqData* bfqd, const BfqQueue* q, uint64_t now);
+void update_hw_tag(BfqData* bfqd);
+void update_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t serv_ns, bool alone, uint64_t now);
+
+}  // namespace blkmq::bfq

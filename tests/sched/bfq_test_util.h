@@ -1,0 +1,218 @@
+// Shared fixture for the bfq tests: a stub driver that holds what it gets,
+// a fake clock, and a queue whose dispatch decisions the test makes itself.
+// bfq is put on hold (has_work says no), so the core never pulls from it;
+// the test calls the dispatch hook at a chosen fake time, hands the request
+// to the driver through the hctx dispatch list, and completes it at another
+// fake time. Every decision is therefore made in the test thread, at a
+// known time, and the results are exact.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/stub_driver.h"
+#include "sched/bfq/bfq.h"
+
+namespace blkmq::test {
+
+inline std::atomic<uint64_t> g_bfq_now{0};
+inline uint64_t bfq_fake_now() { return g_bfq_now.load(std::memory_order_relaxed); }
+constexpr uint64_t kBfqMs = 1000 * 1000;
+constexpr uint64_t kBfqUs = 1000;
+
+enum class BfqInsert { locked, split, split_parked };
+
+inline std::string bfq_mode_name(const ::testing::TestParamInfo<BfqInsert>& i) {
+  switch (i.param) {
+    case BfqInsert::locked: return "locked";
+    case BfqInsert::split: return "split";
+    default: return "split_parked";
+  }
+}
+
+// An I/O context of the test's own (bio->ioc), with a unique id far from
+// the ids of thread contexts. Like a thread's context it must outlive the
+// requests that point to it (parked requests may be inserted at teardown),
+// so every one is kept until the process exits.
+inline std::shared_ptr<IoContext> make_ioc(uint16_t weight = 100, uint16_t ioprio = kIoprioDefault) {
+  static std::atomic<uint64_t> next{1ull << 48};
+  static std::mutex mu;
+  static std::vector<std::shared_ptr<IoContext>> keep;
+  auto c = std::make_shared<IoContext>();
+  c->weight = weight;
+  c->ioprio = ioprio;
+  c->id = next.fetch_add(1);
+  std::lock_guard<std::mutex> g(mu);
+  keep.push_back(c);
+  return c;
+}
+
+class BfqSim {
+ public:
+  explicit BfqSim(BfqInsert mode = BfqInsert::locked, unsigned depth = 256) {
+    g_bfq_now.store(1000ull * 1000 * kBfqMs);
+    bfq_set_clock(&bfq_fake_now);
+    StubDriver::Options o;
+    o.scheduler = "bfq";
+    o.mode = CompleteMode::never;
+    o.depth = depth;
+    o.max_sectors = 1024;
+    d_ = std::make_unique<StubDriver>(o);
+    EXPECT_TRUE(q().set_attr("queue/iosched/insert_lists", mode == BfqInsert::locked ? "locked" : "split"));
+    bfq_set_always_defer(&q(), mode == BfqInsert::split_parked);
+    bfq_set_hold(&q(), true);
+    buf_.assign(1024 * 512, 0);
+  }
+
+  ~BfqSim() {
+    drain();
+    d_.reset();
+    bfq_set_clock(nullptr);
+  }
+
+  Queue& q() { return d_->q(); }
+  StubDriver& d() { return *d_; }
+
+  void set(const char* name, const std::string& value) {
+    Status st = q().set_attr(std::string("queue/iosched/") + name, value);
+    ASSERT_TRUE(st) << name << "=" << value << ": " << st.message();
+  }
+
+  void advance_us(uint64_t us) { g_bfq_now.fetch_add(us * kBfqUs); }
+  void advance_ms(uint64_t ms) { g_bfq_now.fetch_add(ms * kBfqMs); }
+
+  // Submits one bio of `sectors` for ctx; it ends up queued in bfq.
+  void submit(IoContext* ctx, uint64_t sector, uint32_t sectors = 8, ReqOp op = ReqOp::read, uint32_t flags = 0) {
+    auto io = std::make_unique<Io>();
+    io->v = iovec{buf_.data(), sectors * 512u};
+    io->bio.op = op;
+    io->bio.flags = flags;
+    io->bio.sector = sector;
+    io->bio.size = sectors * 512u;
+    io->bio.vec = &io->v;
+    io->bio.nr_vecs = 1;
+    io->bio.ioc = ctx;
+    io->bio.end_io = &BfqSim::end_io;
+    io->bio.private_data = this;
+    Bio* b = &io->bio;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      ios_.emplace(b, std::move(io));
+    }
+    submitted_++;
+    q().submit_bio(b);
+  }
+
+  // The next request bfq chooses now, handed to the driver; nullptr if bfq
+  // chooses none (idling, or empty).
+  Request* dispatch() {
+    HwCtx* h = queue_hctx(&q(), 0);
+    Request* rq = queue_elevator(&q())->type->ops.dispatch_request(h);
+    if (!rq) return nullptr;
+    request_bypass_insert(rq, 0);
+    run_hw_queue(static_cast<HwCtxImpl*>(h), false);
+    for (int i = 0; i < 20000; i++) {
+      for (Request* r : d_->take_held()) held_.push_back(r);
+      for (Request* r : held_)
+        if (r == rq) return rq;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      run_hw_queue(static_cast<HwCtxImpl*>(h), false);
+    }
+    ADD_FAILURE() << "the driver never got the dispatched request";
+    return nullptr;
+  }
+
+  // Completes a request the driver holds (at the current fake time).
+  void complete(Request* rq) {
+    for (auto it = held_.begin(); it != held_.end(); ++it)
+      if (*it == rq) {
+        held_.erase(it);
+        break;
+      }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      done_.clear();  // ended before this call: the core is done with them
+    }
+    complete_request(rq, BlkStatus::ok);
+  }
+
+  // Dispatch, service for `service_us`, complete: returns the request's
+  // context and sectors, or {nullptr, 0} if bfq dispatched nothing.
+  std::pair<const IoContext*, uint32_t> serve_one(uint64_t service_us) {
+    Request* rq = dispatch();
+    if (!rq) return {nullptr, 0};
+    const IoContext* ctx = rq->ioc;
+    const uint32_t sectors = rq->data_len >> 9;
+    advance_us(service_us);
+    complete(rq);
+    return {ctx, sectors};
+  }
+
+  int ended() const { return ended_.load(); }
+  int submitted() const { return submitted_; }
+
+  // Lets everything through so the queue can be torn down (bounded).
+  void drain() {
+    if (!d_) return;
+    q().set_attr("queue/iosched/slice_idle", "0");
+    advance_ms(1000);
+    bfq_run_idle_timer(&q());
+    for (Request* rq : held_) complete(rq);
+    held_.clear();
+    bfq_set_hold(&q(), false);
+    run_hw_queues(&q(), false);
+    for (int i = 0; i < 20000 && ended_.load() < submitted_; i++) {
+      auto held = d_->take_held();
+      for (Request* rq : held) complete(rq);
+      if (held.empty()) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        run_hw_queues(&q(), true);
+      }
+    }
+    EXPECT_EQ(ended_.load(), submitted_);
+    EXPECT_EQ(doubles_.load(), 0);
+  }
+
+ private:
+  struct Io {
+    Bio bio;
+    iovec v;
+  };
+  static void end_io(Bio* b) {
+    auto* sim = static_cast<BfqSim*>(b->private_data);
+    std::lock_guard<std::mutex> g(sim->mu_);
+    auto it = sim->ios_.find(b);
+    if (it == sim->ios_.end()) {
+      sim->doubles_++;  // ended after it was already ended and reaped
+    } else {
+      sim->done_.push_back(std::move(it->second));
+      sim->ios_.erase(it);
+    }
+    sim->ended_++;
+  }
+
+  std::unique_ptr<StubDriver> d_;
+  std::vector<uint8_t> buf_;
+  std::mutex mu_;
+  std::unordered_map<Bio*, std::unique_ptr<Io>> ios_;  // in flight
+  std::vector<std::unique_ptr<Io>> done_;              // ended, freed later
+  std::vector<Request*> held_;
+  std::atomic<int> ended_{0};
+  std::atomic<int> doubles_{0};
+  int submitted_ = 0;
+};
+
+inline uint16_t rt_prio(unsigned level = 4) { return ioprio_value(IoprioClass::rt, level); }
+inline uint16_t idle_prio() { return ioprio_value(IoprioClass::idle, 7); }
+
+}  // namespace blkmq::test
