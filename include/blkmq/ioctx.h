@@ -29,8 +29,10 @@ struct IoContext {
   void* sched_data = nullptr; // owned by the scheduler that set it
 };
 
-// The calling thread's I/O context. Task context only; never null; lives as
-// long as the thread. Cost: a thread-local read.
+// The calling thread's I/O context. Task context only; never null. The
+// pointer stays valid for the life of the process (requests keep it after
+// their submitter exits); once its thread has exited it may be handed to a
+// new thread, with a new id. Cost: a thread-local read.
 IoContext* current_io_context();
 
 }  // namespace blkmq

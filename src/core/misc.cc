@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 #include "blkmq/device.h"
 #include "blkmq/ioctx.h"
@@ -58,10 +59,50 @@ BlkStatus errno_to_blk_status(int err) {
   }
 }
 
+namespace {
+
+// Thread contexts outlive their threads: a request keeps rq->ioc after its
+// submitter exits (a scheduler may read it when a parked request is
+// inserted later), so a context is never freed. When its thread exits it
+// goes back to this pool and a new thread takes it with a new id: memory is
+// bounded by the most threads alive at once.
+struct IocPool {
+  std::mutex lock;
+  std::vector<IoContext*> free;
+};
+IocPool& ioc_pool() {
+  static IocPool* p = new IocPool;  // never destroyed: threads may exit after main
+  return *p;
+}
+
+struct ThreadIoc {
+  IoContext* ioc;
+  ThreadIoc() {
+    static std::atomic<uint64_t> next_id{1};
+    IocPool& p = ioc_pool();
+    {
+      std::lock_guard lk(p.lock);
+      if (!p.free.empty()) {
+        ioc = p.free.back();
+        p.free.pop_back();
+      } else {
+        ioc = new IoContext;
+      }
+    }
+    *ioc = IoContext{kIoprioDefault, 100, next_id.fetch_add(1, std::memory_order_relaxed), nullptr};
+  }
+  ~ThreadIoc() {
+    IocPool& p = ioc_pool();
+    std::lock_guard lk(p.lock);
+    p.free.push_back(ioc);
+  }
+};
+
+}  // namespace
+
 IoContext* current_io_context() {
-  static std::atomic<uint64_t> next_id{1};
-  thread_local IoContext ioc{kIoprioDefault, 100, next_id.fetch_add(1), nullptr};
-  return &ioc;
+  thread_local ThreadIoc t;
+  return t.ioc;
 }
 
 namespace {

@@ -3,7 +3,9 @@
 
 #include <cstring>
 #include <sstream>
+#include <thread>
 
+#include "blkmq/ioctx.h"
 #include "core/core.h"
 #include "stub_driver.h"
 
@@ -11,6 +13,29 @@ namespace blkmq::test {
 namespace {
 
 StubDriver::Options opts() { return StubDriver::Options{}; }
+
+// A thread's I/O context stays readable after the thread exits (requests
+// keep the pointer); a later thread gets a context with a new id.
+TEST(IoContext, OutlivesItsThreadAndIdsAreNeverReused) {
+  IoContext* first = nullptr;
+  uint64_t first_id = 0;
+  std::thread([&] {
+    first = current_io_context();
+    first->weight = 300;
+    first_id = first->id;
+  }).join();
+  ASSERT_NE(first, nullptr);
+  EXPECT_NE(first->id, 0u);  // still readable: ASan would flag a freed context
+  uint64_t second_id = 0;
+  uint16_t second_weight = 0;
+  std::thread([&] {
+    second_id = current_io_context()->id;
+    second_weight = current_io_context()->weight;
+  }).join();
+  EXPECT_NE(second_id, first_id);
+  EXPECT_EQ(second_weight, 100u);  // a recycled context starts from the defaults
+  EXPECT_NE(current_io_context()->id, second_id);
+}
 
 TEST(Core, SyncWriteThenReadBack) {
   StubDriver d(opts());
