@@ -174,6 +174,37 @@ TEST(BfqSched, LowLatencyOffEndsRaising) {
   EXPECT_EQ(bfq_queue_info(&sim.q(), a.get()).wr_coeff, 1u);
 }
 
+// Large bursts (bfq_handle_burst): eight sync queues created within
+// 180 ms make a large burst. The seven raised before it became large lose
+// their raising at their next dispatch, and none that follows is raised.
+// Queues created one by one, slower than that, are each raised.
+TEST(BfqSched, LargeBurstOfNewQueuesIsNotRaised) {
+  BfqSim sim;
+  std::vector<std::shared_ptr<IoContext>> burst;
+  for (int i = 0; i < 10; i++) {
+    burst.push_back(make_ioc());
+    sim.submit(burst.back().get(), 4096 * i, 8);
+    sim.advance_ms(10);
+  }
+  EXPECT_EQ(bfq_queue_info(&sim.q(), burst[0].get()).wr_coeff, 30u) << "raised until the burst is large";
+  EXPECT_EQ(bfq_queue_info(&sim.q(), burst[9].get()).wr_coeff, 1u) << "joined a large burst";
+  while (sim.serve_one(0).first) {
+  }
+  for (size_t i = 0; i < burst.size(); i++)
+    EXPECT_EQ(bfq_queue_info(&sim.q(), burst[i].get()).wr_coeff, 1u) << "queue " << i;
+
+  sim.advance_ms(500);  // the burst is over
+  std::vector<std::shared_ptr<IoContext>> spaced;
+  for (int i = 0; i < 3; i++) {
+    spaced.push_back(make_ioc());
+    sim.submit(spaced.back().get(), 65536 + 4096 * i, 8);
+    const BfqQueueInfo info = bfq_queue_info(&sim.q(), spaced.back().get());
+    EXPECT_EQ(info.wr_coeff, 30u) << "spaced queue " << i << " found " << info.found << " busy " << info.busy << " queued " << info.queued;
+    ASSERT_NE(sim.serve_one(0).first, nullptr);
+    sim.advance_ms(300);
+  }
+}
+
 // A context doing a little I/O at a steady low rate (8 sectors every
 // 50 ms, far under 7000 sectors/s) is raised as soft real-time once its
 // interactive raising has run out: coefficient 30 x 100.

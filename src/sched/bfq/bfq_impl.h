@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <memory_resource>
 #include <set>
 #include <unordered_map>
@@ -208,10 +209,12 @@ struct BfqData {
   uint64_t class_idle_last_service = 0;
   uint64_t last_idling_start = 0;
   bool rqs_injected = false;
-  // Burst detection (bfq_handle_burst, simplified: no burst list).
+  // Burst detection (bfq_handle_burst): the sync queues created in the
+  // current burst, so all of them are marked when it becomes large.
   uint64_t last_ins_in_burst = 0;
   unsigned burst_size = 0;
   bool large_burst = false;
+  std::vector<BfqQueue*> burst_list;
   uint64_t last_sweep = 0;
   Tunables tun;
   bool rotational = false;

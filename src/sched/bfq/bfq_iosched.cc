@@ -501,6 +501,12 @@ bool idle_timer_work(BfqData* bfqd) {
   bfqd->lock.lock();
   const uint64_t now = now_ns();
   if (!bfqd->idle_deadline || now < bfqd->idle_deadline) {
+    // The timer thread may run us a little before our clock reaches the
+    // deadline: wait for the rest, or the queue would stay plugged until
+    // some completion happened to look at it. (A test's fake clock steps
+    // the timer itself.)
+    if (bfqd->idle_deadline && !g_clock.load(std::memory_order_relaxed))
+      bfqd->idle_timer.arm_after(bfqd->idle_deadline - now);
     bfqd->lock.unlock();
     return false;
   }

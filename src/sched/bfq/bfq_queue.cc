@@ -4,6 +4,7 @@
 // path and the elevator hooks are in bfq_iosched.cc.
 #include "sched/bfq/bfq_queue.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace blkmq::bfq {
@@ -93,6 +94,8 @@ bool queue_unused(const BfqData* bfqd, const BfqQueue* q) {
 }
 
 void free_queue(BfqData* bfqd, BfqQueue* q) {
+  auto& bl = bfqd->burst_list;
+  bl.erase(std::remove(bl.begin(), bl.end(), q), bl.end());
   if (q->tree != BfqQueue::kActive) forget_entity(bfqd, q);
   if (q->in_weights) weights_remove(bfqd, q);
   bfqd->queues.erase(q->key);
@@ -184,9 +187,11 @@ void update_seek(BfqData* bfqd, BfqQueue* q, const Request* rq) {
   q->last_request_pos = rq->end_sector();
 }
 
-// Large-burst detection (bfq_handle_burst), reduced to its counting: queues
-// activated within 180 ms of each other form a burst; from the 8th on, the
-// burst is large and its queues are not weight-raised as interactive.
+// Large-burst detection (bfq_handle_burst): sync queues created within
+// 180 ms of each other form a burst. When the 8th joins, the burst is large:
+// every queue of it is marked, so none is raised as interactive and the
+// raising of those already raised ends at their next dispatch
+// (update_wr_data). Later queues join the large burst while it lasts.
 void handle_burst(BfqData* bfqd, BfqQueue* q, uint64_t now) {
   if (q->budget_timeout != 0 && !q->in_large_burst) {
     // Only newly created queues join bursts.
@@ -195,8 +200,16 @@ void handle_burst(BfqData* bfqd, BfqQueue* q, uint64_t now) {
   if (now > bfqd->last_ins_in_burst + kBurstIntervalNs) {
     bfqd->burst_size = 1;
     bfqd->large_burst = false;
+    bfqd->burst_list.clear();
+    bfqd->burst_list.push_back(q);
+  } else if (bfqd->large_burst) {
+    bfqd->burst_size++;
   } else if (++bfqd->burst_size >= kBurstThresh) {
     bfqd->large_burst = true;
+    for (BfqQueue* b : bfqd->burst_list) b->in_large_burst = true;
+    bfqd->burst_list.clear();
+  } else {
+    bfqd->burst_list.push_back(q);
   }
   bfqd->last_ins_in_burst = now;
   q->in_large_burst = bfqd->large_burst;
@@ -408,7 +421,7 @@ void arm_slice_timer(BfqData* bfqd, BfqQueue* q, uint64_t now) {
 void update_wr_data(BfqData* bfqd, BfqQueue* q, uint64_t charge, uint64_t now) {
   if (q->wr_coeff == 1) return;
   q->service_from_wr += charge;
-  if (!bfqd->tun.low_latency || now > q->last_wr_start_finish + q->wr_cur_max_time ||
+  if (!bfqd->tun.low_latency || q->in_large_burst || now > q->last_wr_start_finish + q->wr_cur_max_time ||
       (q->wr_cur_max_time != kWrRtMaxTimeNs && q->service_from_wr > kMaxServiceFromWr)) {
     end_wr(bfqd, q, now);
   }
