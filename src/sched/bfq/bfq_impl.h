@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "base/spinlock.h"
 #include "base/timer.h"
 #include "blkmq/elevator.h"
+#include "blkmq/rbtree.h"
 #include "blkmq/ioctx.h"
 #include "sched/bfq/bfq.h"
 
@@ -61,14 +63,36 @@ struct BfqQueue;
 // Where a request is inside the scheduler (rq->elv_priv[2]).
 enum RqWhere : uintptr_t { kNowhere = 0, kSorted = 1, kOnDispatch = 2, kInDriver = 3 };
 
-struct SortKey {
-  uint64_t sector;
-  Request* rq;
-  bool operator<(const SortKey& o) const {
-    return sector != o.sector ? sector < o.sector : std::less<Request*>()(rq, o.rq);
+// A queue's requests in sector order: intrusive, through Request::rb_node
+// (no allocation per request), keyed by the start sector at insertion
+// (elv_priv[1], because a front merge moves rq->sector before it is
+// re-sorted); equal sectors keep arrival order.
+class SortTree {
+ public:
+  bool empty() const { return t_.empty(); }
+  void insert(Request* rq) {
+    rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
+    t_.insert_ordered(&rq->rb_node, [](RbNode* a, RbNode* b) { return key(of(a)) < key(of(b)); });
   }
+  void erase(Request* rq) { t_.erase(&rq->rb_node); }
+  Request* first() const { return of(t_.first()); }
+  // The first request keyed at or after `sector`, or null.
+  Request* lower_bound(uint64_t sector) const {
+    return of(t_.lower_bound([sector](RbNode* n) { return key(of(n)) < sector; }));
+  }
+  // The last request keyed before `sector`, or null.
+  Request* before(uint64_t sector) const {
+    Request* at = lower_bound(sector);
+    return at ? of(RbTree::prev(&at->rb_node)) : of(t_.last());
+  }
+  static Request* next(Request* rq) { return of(RbTree::next(&rq->rb_node)); }
+  static Request* prev(Request* rq) { return of(RbTree::prev(&rq->rb_node)); }
+
+ private:
+  static Request* of(RbNode* n) { return rb_entry<Request>(n, offsetof(Request, rb_node)); }
+  static uint64_t key(const Request* rq) { return reinterpret_cast<uintptr_t>(rq->elv_priv[1]); }
+  RbTree t_;
 };
-using SortTree = std::set<SortKey, std::less<SortKey>, std::pmr::polymorphic_allocator<SortKey>>;
 
 // Service-tree order: finish time, then creation order to keep keys unique.
 struct ByFinish {
@@ -100,7 +124,7 @@ struct QKeyHash {
 };
 
 struct BfqQueue {
-  explicit BfqQueue(std::pmr::memory_resource* mr) : sort(mr) { fifo.init(); }
+  BfqQueue() { fifo.init(); }
   BfqQueue(const BfqQueue&) = delete;
 
   QKey key{};

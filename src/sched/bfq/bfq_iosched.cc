@@ -21,7 +21,6 @@ namespace {
 std::atomic<BfqClockFn> g_clock{nullptr};
 
 Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
-uint64_t key_sector(const Request* rq) { return reinterpret_cast<uintptr_t>(rq->elv_priv[1]); }
 unsigned sync_idx(const Request* rq) { return rq_is_sync(rq) ? 1 : 0; }
 
 bool bio_is_sync(const Bio* bio) {
@@ -65,11 +64,10 @@ Request* peek_next(BfqData* bfqd, BfqQueue* q, uint64_t now) {
     Request* head = rq_of(q->fifo.next);
     if (now >= head->fifo_time) return q->next_rq = head;
   }
-  auto it = q->sort.lower_bound(SortKey{bfqd->last_position, nullptr});
-  Request* after = it == q->sort.end() ? nullptr : it->rq;
-  Request* before = it == q->sort.begin() ? nullptr : std::prev(it)->rq;
+  Request* after = q->sort.lower_bound(bfqd->last_position);
+  Request* before = after ? SortTree::prev(after) : q->sort.before(bfqd->last_position);
   Request* rq = choose_req(bfqd, after, before, bfqd->last_position);
-  return q->next_rq = rq ? rq : q->sort.begin()->rq;
+  return q->next_rq = rq ? rq : q->sort.first();
 }
 
 // bfq_remove_request: off the tree, the FIFO and the hash. A queue that
@@ -84,7 +82,7 @@ void remove_request(BfqData* bfqd, Request* rq, uint64_t now) {
   set_where(rq, kNowhere);
   if (w != kSorted) return;
   BfqQueue* q = rq_bfqq(rq);
-  q->sort.erase(SortKey{key_sector(rq), rq});
+  q->sort.erase(rq);
   q->queued[sync_idx(rq)]--;
   q->next_rq = nullptr;
   if (q->sort.empty() && q->busy && q != bfqd->in_service) del_busy(bfqd, q, false, now);
@@ -96,8 +94,7 @@ void add_request(BfqData* bfqd, BfqQueue* q, Request* rq, uint64_t arrival, uint
   update_seek(bfqd, q, rq);
   rq->fifo_time = arrival + bfqd->tun.fifo_expire_ns[sync_idx(rq)];
   q->fifo.push_back(&rq->queuelist);
-  rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
-  q->sort.insert(SortKey{rq->sector, rq});
+  q->sort.insert(rq);
   q->queued[sync_idx(rq)]++;
   q->next_rq = nullptr;
   set_where(rq, kSorted);
@@ -352,18 +349,17 @@ ElvMerge bfq_request_merge(Queue* q, Request** rq, const Bio* bio) {
   BfqQueue* bq = find_queue(bfqd, ioc, bio_is_sync(bio));
   if (!bq) return ElvMerge::none;
   const uint64_t end = bio->end_sector();
-  auto it = bq->sort.lower_bound(SortKey{end, nullptr});
-  if (it == bq->sort.end() || it->rq->sector != end) return ElvMerge::none;
-  *rq = it->rq;
+  Request* found = bq->sort.lower_bound(end);
+  if (!found || found->sector != end) return ElvMerge::none;
+  *rq = found;
   return ElvMerge::front;
 }
 
 void bfq_request_merged(Queue*, Request* rq, ElvMerge type) {
   if (type != ElvMerge::front || where_of(rq) != kSorted) return;
   BfqQueue* q = rq_bfqq(rq);
-  q->sort.erase(SortKey{key_sector(rq), rq});
-  rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
-  q->sort.insert(SortKey{rq->sector, rq});
+  q->sort.erase(rq);
+  q->sort.insert(rq);
   q->next_rq = nullptr;
 }
 
@@ -381,11 +377,7 @@ void bfq_requests_merged(Queue* q, Request* rq, Request* next) {
 
 Request* neighbour(Request* rq, bool after) {
   if (where_of(rq) != kSorted) return nullptr;
-  SortTree& t = rq_bfqq(rq)->sort;
-  auto it = t.find(SortKey{key_sector(rq), rq});
-  if (it == t.end()) return nullptr;
-  if (after) return ++it == t.end() ? nullptr : it->rq;
-  return it == t.begin() ? nullptr : std::prev(it)->rq;
+  return after ? SortTree::next(rq) : SortTree::prev(rq);
 }
 Request* bfq_former_request(Queue*, Request* rq) { return neighbour(rq, false); }
 Request* bfq_next_request(Queue*, Request* rq) { return neighbour(rq, true); }

@@ -67,7 +67,7 @@ BfqQueue* get_queue(BfqData* bfqd, const IoContext* ioc, bool sync, uint64_t now
     if (sync) check_prio_change(q, ioc);
     return q;
   }
-  auto* q = new BfqQueue(&bfqd->pool);
+  auto* q = new BfqQueue();
   q->key = key_for(ioc, sync);
   q->uid = bfqd->next_uid++;
   q->sync = sync;
@@ -357,7 +357,7 @@ void recalc_budget(BfqData* bfqd, BfqQueue* q, Expire reason) {
   q->max_budget = std::min(budget, max);
   q->budget = q->max_budget;
   if (!q->sort.empty()) {
-    const uint64_t need = serv_to_charge(q->sort.begin()->rq, q);
+    const uint64_t need = serv_to_charge(q->sort.first(), q);
     if (need > q->budget) q->budget = need;
   }
 }
