@@ -94,22 +94,6 @@ constexpr IntSpec kLowLatency{"low_latency", 0, 1,
                                 d->tun.low_latency = v != 0;
                               }};
 
-ElvAttr insert_lists_attr() {
-  ElvAttr a;
-  a.name = "insert_lists";
-  a.show = [](ElevatorQueue* eq) -> std::string {
-    return bfqd_of(eq)->insert_lists.load() == InsertLists::split ? "split" : "locked";
-  };
-  // Safe at run time: whatever sits on the insert lists is moved in by the
-  // next holder of the main lock in either mode.
-  a.store = [](ElevatorQueue* eq, std::string_view v) -> Status {
-    if (v == "split") bfqd_of(eq)->insert_lists.store(InsertLists::split);
-    else if (v == "locked") bfqd_of(eq)->insert_lists.store(InsertLists::locked);
-    else return Status::invalid("queue/iosched/insert_lists: '" + std::string(v) + "' is not split or locked");
-    return Status::ok();
-  };
-  return a;
-}
 
 }  // namespace
 
@@ -117,7 +101,7 @@ std::vector<ElvAttr> bfq_attrs() {
   return {
       int_attr<kSliceIdle>(),   int_attr<kSliceIdleUs>(), int_attr<kFifoSync>(),    int_attr<kFifoAsync>(),
       int_attr<kBackMax>(),     int_attr<kBackPenalty>(), int_attr<kMaxBudget>(),   int_attr<kTimeoutSync>(),
-      int_attr<kStrict>(),      int_attr<kLowLatency>(),  insert_lists_attr(),
+      int_attr<kStrict>(),      int_attr<kLowLatency>(),  insert_lists_attr<bfq_ins_of>(),
   };
 }
 

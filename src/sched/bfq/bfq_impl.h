@@ -18,6 +18,7 @@
 #include "base/timer.h"
 #include "blkmq/elevator.h"
 #include "blkmq/rbtree.h"
+#include "sched/insert_lists.h"
 #include "blkmq/ioctx.h"
 #include "sched/bfq/bfq.h"
 
@@ -25,7 +26,6 @@ namespace blkmq::bfq {
 
 constexpr uint64_t kMs = base::kNsPerMs;
 enum Class : unsigned { kRt = 0, kBe = 1, kIdle = 2, kNrClasses = 3 };
-enum class InsertLists : uint8_t { split = 0, locked = 1 };
 using Expire = BfqExpire;
 
 // ---- constants (bfq-iosched.c) ----
@@ -249,18 +249,12 @@ struct BfqData {
   uint64_t idle_deadline = 0;
 
   // Lockless has_work hint: requests on dispatch and in queues (written
-  // under lock) and on the insert lists (under insert_lock).
+  // under lock) and parked on the insert lists (ins.pending()).
   std::atomic<int64_t> nr_queued{0};
   std::atomic<bool> hold{false};
-  std::atomic<InsertLists> insert_lists{InsertLists::split};
-  std::atomic<bool> always_defer{false};
-  alignas(64) base::SpinLock insert_lock;
-  ListNode at_head;
-  ListNode at_tail;
-  std::atomic<int64_t> nr_pending{0};
-  uint64_t deferred_inserts = 0;  // under insert_lock
+  SplitInsert ins;  // seed 003's insert_lists
 
-  BfqStats stats;  // under lock (deferred_inserts: insert_lock)
+  BfqStats stats;  // under lock (deferred_inserts: from ins)
 
   uint64_t max_budget() const { return tun.user_max_budget ? tun.user_max_budget : kDefaultMaxBudget; }
   uint64_t min_budget() const { return max_budget() / 32; }
@@ -268,6 +262,7 @@ struct BfqData {
 };
 
 inline BfqData* bfqd_of(ElevatorQueue* eq) { return static_cast<BfqData*>(eq->elevator_data); }
+inline SplitInsert* bfq_ins_of(ElevatorQueue* eq) { return &bfqd_of(eq)->ins; }
 inline BfqData* bfqd_of(Queue* q) { return bfqd_of(queue_elevator(q)); }
 inline BfqQueue* rq_bfqq(const Request* rq) { return static_cast<BfqQueue*>(rq->elv_priv[0]); }
 inline RqWhere where_of(const Request* rq) {

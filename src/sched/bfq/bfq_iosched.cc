@@ -253,31 +253,9 @@ void insert_one(BfqData* bfqd, Request* rq, bool at_head, uint64_t arrival, uint
 
 // Moves parked requests in, at-head ones first. Main lock held.
 void drain_pending_locked(BfqData* bfqd, uint64_t now, ListNode* free) {
-  if (bfqd->nr_pending.load(std::memory_order_acquire) == 0) return;
-  ListNode head, tail;
-  bfqd->insert_lock.lock();
-  head.splice_tail(&bfqd->at_head);
-  tail.splice_tail(&bfqd->at_tail);
-  bfqd->nr_pending.store(0, std::memory_order_relaxed);
-  bfqd->insert_lock.unlock();
-  for (ListNode* l : {&head, &tail}) {
-    while (!l->empty()) {
-      Request* rq = rq_of(l->next);
-      ListNode::unlink(&rq->queuelist);
-      insert_one(bfqd, rq, l == &head, rq->fifo_time, now, free);
-    }
-  }
-}
-
-void park(BfqData* bfqd, ListNode* list, bool at_head, uint64_t now) {
-  int64_t n = 0;
-  for (ListNode* it = list->next; it != list; it = it->next, n++) rq_of(it)->fifo_time = now;
-  bfqd->insert_lock.lock();
-  if (at_head) bfqd->at_head.splice_head(list);
-  else bfqd->at_tail.splice_tail(list);
-  bfqd->deferred_inserts += static_cast<uint64_t>(n);
-  bfqd->nr_pending.fetch_add(n, std::memory_order_release);
-  bfqd->insert_lock.unlock();
+  bfqd->ins.drain([&](Request* rq, bool at_head, uint64_t arrival) {
+    insert_one(bfqd, rq, at_head, arrival, now, free);
+  });
 }
 
 // ---- elevator hooks ----
@@ -286,12 +264,7 @@ void bfq_insert_requests(HwCtx* hctx, ListNode* list, uint32_t flags) {
   BfqData* bfqd = bfqd_of(hctx->queue);
   const bool at_head = flags & kInsertAtHead;
   const uint64_t now = now_ns();
-  const bool split = bfqd->insert_lists.load(std::memory_order_relaxed) == InsertLists::split;
-  if (split && (bfqd->always_defer.load(std::memory_order_relaxed) || !bfqd->lock.try_lock())) {
-    park(bfqd, list, at_head, now);
-    return;
-  }
-  if (!split) bfqd->lock.lock();
+  if (!bfqd->ins.lock_or_park(bfqd->lock, list, at_head, now)) return;
   ListNode free;
   drain_pending_locked(bfqd, now, &free);
   while (!list->empty()) {
@@ -319,7 +292,7 @@ Request* bfq_dispatch_request(HwCtx* hctx) {
 bool bfq_has_work(HwCtx* hctx) {
   BfqData* bfqd = bfqd_of(hctx->queue);
   if (bfqd->hold.load(std::memory_order_relaxed)) return false;
-  return bfqd->nr_queued.load(std::memory_order_relaxed) > 0 || bfqd->nr_pending.load(std::memory_order_relaxed) > 0;
+  return bfqd->nr_queued.load(std::memory_order_relaxed) > 0 || bfqd->ins.pending();
 }
 
 bool bfq_bio_merge(Queue* q, Bio* bio, unsigned nr_segs) {
@@ -552,8 +525,6 @@ BfqData* instance(Queue* q) {
 BfqData::BfqData(Queue* queue, ElevatorQueue* elv)
     : q(queue), eq(elv), st{ServiceTree(&pool), ServiceTree(&pool), ServiceTree(&pool)} {
   dispatch.init();
-  at_head.init();
-  at_tail.init();
   rotational = queue_rotational(queue);
   const uint64_t now = now_ns();
   class_idle_last_service = now;
@@ -625,9 +596,7 @@ BfqStats bfq_stats(Queue* q) {
   s.hw_tag = bfqd->hw_tag;
   s.rq_in_driver = bfqd->rq_in_driver;
   bfqd->lock.unlock();
-  bfqd->insert_lock.lock();
-  s.deferred_inserts = bfqd->deferred_inserts;
-  bfqd->insert_lock.unlock();
+  s.deferred_inserts = bfqd->ins.deferred_inserts();
   return s;
 }
 
@@ -636,7 +605,7 @@ void bfq_set_hold(Queue* q, bool hold) {
 }
 
 void bfq_set_always_defer(Queue* q, bool always) {
-  if (bfq::BfqData* bfqd = bfq::instance(q)) bfqd->always_defer.store(always);
+  if (bfq::BfqData* bfqd = bfq::instance(q)) bfqd->ins.set_always_defer(always);
 }
 
 }  // namespace blkmq

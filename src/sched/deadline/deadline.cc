@@ -198,36 +198,12 @@ void insert_list_locked(DeadlineData* dd, ListNode* list, bool at_head, int64_t 
   }
 }
 
-// Moves parked requests in, at-head ones first (the seed's dd_do_insert).
-// Their fifo_time holds the time they were parked. Main lock held.
+// Moves parked requests in, at-head ones first (the seed's dd_do_insert),
+// with the time they were parked as their arrival. Main lock held.
 void drain_pending_locked(DeadlineData* dd, ListNode* free) {
-  if (dd->nr_pending.load(std::memory_order_acquire) == 0) return;
-  ListNode head, tail;
-  dd->insert_lock.lock();
-  head.splice_tail(&dd->at_head);
-  tail.splice_tail(&dd->at_tail);
-  dd->nr_pending.store(0, std::memory_order_relaxed);
-  dd->insert_lock.unlock();
-  for (ListNode* l : {&head, &tail}) {
-    while (!l->empty()) {
-      Request* rq = list_entry<Request, &Request::queuelist>(l->next);
-      ListNode::unlink(&rq->queuelist);
-      insert_one(dd, rq, l == &head, static_cast<int64_t>(rq->fifo_time), free);
-    }
-  }
-}
-
-// The split path's slow side: park the list without the main lock.
-void park(DeadlineData* dd, ListNode* list, bool at_head, int64_t now) {
-  int64_t n = 0;
-  for (ListNode* it = list->next; it != list; it = it->next, n++)
-    list_entry<Request, &Request::queuelist>(it)->fifo_time = static_cast<uint64_t>(now);
-  dd->insert_lock.lock();
-  if (at_head) dd->at_head.splice_head(list);
-  else dd->at_tail.splice_tail(list);
-  dd->deferred_inserts += static_cast<uint64_t>(n);
-  dd->nr_pending.fetch_add(n, std::memory_order_release);
-  dd->insert_lock.unlock();
+  dd->ins.drain([&](Request* rq, bool at_head, uint64_t arrival) {
+    insert_one(dd, rq, at_head, static_cast<int64_t>(arrival), free);
+  });
 }
 
 // ---- elevator hooks ----
@@ -236,12 +212,7 @@ void dd_insert_requests(HwCtx* hctx, ListNode* list, uint32_t flags) {
   DeadlineData* dd = dd_of(hctx->queue);
   const bool at_head = flags & kInsertAtHead;
   const int64_t now = now_ns();
-  const bool split = dd->insert_lists.load(std::memory_order_relaxed) == InsertLists::split;
-  if (split && (dd->always_defer.load(std::memory_order_relaxed) || !dd->lock.try_lock())) {
-    park(dd, list, at_head, now);
-    return;
-  }
-  if (!split) dd->lock.lock();
+  if (!dd->ins.lock_or_park(dd->lock, list, at_head, static_cast<uint64_t>(now))) return;
   ListNode free;
   drain_pending_locked(dd, &free);  // keep arrival order with parked requests
   insert_list_locked(dd, list, at_head, now, &free);
@@ -263,7 +234,7 @@ Request* dd_dispatch_request(HwCtx* hctx) {
 
 bool dd_has_work(HwCtx* hctx) {
   DeadlineData* dd = dd_of(hctx->queue);
-  return dd->nr_queued.load(std::memory_order_relaxed) > 0 || dd->nr_pending.load(std::memory_order_relaxed) > 0;
+  return dd->nr_queued.load(std::memory_order_relaxed) > 0 || dd->ins.pending();
 }
 
 bool dd_bio_merge(Queue* q, Bio* bio, unsigned nr_segs) {
@@ -413,15 +384,13 @@ DeadlineStats deadline_stats(Queue* q) {
     s.level[p] = {pp.inserted, pp.merged, pp.dispatched, pp.completed.load()};
   }
   dd->lock.unlock();
-  dd->insert_lock.lock();
-  s.deferred_inserts = dd->deferred_inserts;
-  dd->insert_lock.unlock();
+  s.deferred_inserts = dd->ins.deferred_inserts();
   return s;
 }
 
 void deadline_set_always_defer(Queue* q, bool always) {
   ElevatorQueue* eq = queue_elevator(q);
-  if (eq && eq->type->name == "mq-deadline") dd::dd_of(eq)->always_defer.store(always);
+  if (eq && eq->type->name == "mq-deadline") dd::dd_of(eq)->ins.set_always_defer(always);
 }
 
 }  // namespace blkmq

@@ -76,22 +76,6 @@ ElvAttr expire_attr(const char* name) {
   return a;
 }
 
-ElvAttr insert_lists_attr() {
-  ElvAttr a;
-  a.name = "insert_lists";
-  a.show = [](ElevatorQueue* eq) -> std::string {
-    return dd_of(eq)->insert_lists.load() == InsertLists::split ? "split" : "locked";
-  };
-  // Switching at run time is safe: whatever sits on the insert lists is
-  // moved in by the next holder of the main lock in either mode.
-  a.store = [](ElevatorQueue* eq, std::string_view v) -> Status {
-    if (v == "split") dd_of(eq)->insert_lists.store(InsertLists::split);
-    else if (v == "locked") dd_of(eq)->insert_lists.store(InsertLists::locked);
-    else return Status::invalid("queue/iosched/insert_lists: '" + std::string(v) + "' is not split or locked");
-    return Status::ok();
-  };
-  return a;
-}
 
 #define DD_INT_ATTR(NAME, FIELD, T, LO, HI, SCALE)                                              \
   [] {                                                                                         \
@@ -112,7 +96,7 @@ std::vector<ElvAttr> deadline_attrs() {
       DD_INT_ATTR("front_merges", front_merges, int, 0, 1, 1),
       DD_INT_ATTR("fifo_batch", fifo_batch, int, 0, INT_MAX, 1),
       DD_INT_ATTR("prio_aging_expire", prio_aging_expire_ns, int64_t, 0, INT_MAX, kMs),
-      insert_lists_attr(),
+      insert_lists_attr<dd_ins_of>(),
   };
 }
 

@@ -9,12 +9,12 @@
 #include "blkmq/elevator.h"
 #include "blkmq/ioctx.h"
 #include "blkmq/rbtree.h"
+#include "sched/insert_lists.h"
 
 namespace blkmq::dd {
 
 enum Prio : unsigned { kRtPrio = 0, kBePrio = 1, kIdlePrio = 2, kNrPrio = 3 };
 enum Dir : unsigned { kRead = 0, kWrite = 1, kNrDir = 2 };
-enum class InsertLists : uint8_t { split = 0, locked = 1 };
 
 // Where a request is inside the scheduler (rq->elv_priv[2]). The kernel
 // infers this from RB_EMPTY_NODE and list_empty; we keep it explicit so a
@@ -62,22 +62,15 @@ struct DeadlineData {
   int starved = 0;
   Tunables tun;
   // Lockless has_work hint: requests on dispatch + the FIFOs (written under
-  // lock) and requests on the insert lists (written under insert_lock).
+  // lock) and requests parked on the insert lists (ins.pending()).
   std::atomic<int64_t> nr_queued{0};
 
-  std::atomic<InsertLists> insert_lists{InsertLists::split};
-  std::atomic<bool> always_defer{false};
-  // Seed 003's insertion lists, on their own cache line so submitters
-  // splicing onto them do not bounce the main lock's line.
-  alignas(64) base::SpinLock insert_lock;
-  ListNode at_head;
-  ListNode at_tail;
-  std::atomic<int64_t> nr_pending{0};
-  uint64_t deferred_inserts = 0;  // under insert_lock
+  SplitInsert ins;  // seed 003's insert_lists
 };
 
 inline DeadlineData* dd_of(ElevatorQueue* eq) { return static_cast<DeadlineData*>(eq->elevator_data); }
 inline DeadlineData* dd_of(Queue* q) { return dd_of(queue_elevator(q)); }
+inline SplitInsert* dd_ins_of(ElevatorQueue* eq) { return &dd_of(eq)->ins; }
 
 // The ioprio class of a request or bio, mapped to a level; class none is
 // best effort, as in the kernel.
