@@ -2,11 +2,11 @@
 // Where the kernel clamps an out-of-range value, a value outside the range
 // is refused here and nothing changes (DESIGN.md: a bad value changes
 // nothing).
-#include <charconv>
 #include <climits>
 #include <string>
 
 #include "sched/bfq/bfq_impl.h"
+#include "sched/iosched_attr.h"
 
 namespace blkmq::bfq {
 namespace {
@@ -14,16 +14,6 @@ namespace {
 constexpr int64_t kUs = static_cast<int64_t>(base::kNsPerUs);
 constexpr int64_t kMsI = static_cast<int64_t>(base::kNsPerMs);
 
-Result<int64_t> parse_int(std::string_view name, std::string_view v, int64_t lo, int64_t hi) {
-  int64_t x = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size())
-    return Status::invalid("queue/iosched/" + std::string(name) + ": '" + std::string(v) + "' is not an integer");
-  if (x < lo || x > hi)
-    return Status::invalid("queue/iosched/" + std::string(name) + ": " + std::string(v) + " is outside " +
-                           std::to_string(lo) + ".." + std::to_string(hi));
-  return x;
-}
 
 // One integer tunable: get/set convert between the shown unit and the
 // stored one; both run under the main lock.
@@ -46,7 +36,7 @@ ElvAttr int_attr() {
     return std::to_string(v);
   };
   a.store = [](ElevatorQueue* eq, std::string_view v) -> Status {
-    auto x = parse_int(S.name, v, S.lo, S.hi);
+    auto x = parse_iosched_int(S.name, v, S.lo, S.hi);
     if (!x) return x.status();
     BfqData* bfqd = bfqd_of(eq);
     bfqd->lock.lock();

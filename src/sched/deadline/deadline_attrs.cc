@@ -2,28 +2,18 @@
 // defaults. Unlike the kernel, which clamps out-of-range values, a value
 // outside the range is refused and nothing changes (DESIGN.md: a bad value
 // changes nothing).
-#include <charconv>
 #include <climits>
 #include <string>
 
 #include "base/clock.h"
 #include "sched/deadline/deadline_impl.h"
+#include "sched/iosched_attr.h"
 
 namespace blkmq::dd {
 namespace {
 
 constexpr int64_t kMs = static_cast<int64_t>(base::kNsPerMs);
 
-Result<int64_t> parse_int(std::string_view name, std::string_view v, int64_t lo, int64_t hi) {
-  int64_t x = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size())
-    return Status::invalid("queue/iosched/" + std::string(name) + ": '" + std::string(v) + "' is not an integer");
-  if (x < lo || x > hi)
-    return Status::invalid("queue/iosched/" + std::string(name) + ": " + std::string(v) + " is outside " +
-                           std::to_string(lo) + ".." + std::to_string(hi));
-  return x;
-}
 
 // Shows and stores one integer tunable under the main lock; `scale` turns
 // the shown unit (ms) into the stored one (ns).
@@ -43,7 +33,7 @@ ElvAttr int_attr(const char* name) {
 
 template <typename T, T Tunables::*Field, int64_t Lo, int64_t Hi, int64_t Scale>
 Status store_int(ElevatorQueue* eq, std::string_view name, std::string_view v) {
-  auto x = parse_int(name, v, Lo, Hi);
+  auto x = parse_iosched_int(name, v, Lo, Hi);
   if (!x) return x.status();
   DeadlineData* dd = dd_of(eq);
   dd->lock.lock();
@@ -65,7 +55,7 @@ ElvAttr expire_attr(const char* name) {
     return std::to_string(v);
   };
   a.store = [](ElevatorQueue* eq, std::string_view v) -> Status {
-    auto x = parse_int(D == kRead ? "read_expire" : "write_expire", v, 0, INT_MAX);
+    auto x = parse_iosched_int(D == kRead ? "read_expire" : "write_expire", v, 0, INT_MAX);
     if (!x) return x.status();
     DeadlineData* dd = dd_of(eq);
     dd->lock.lock();
