@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -53,6 +54,28 @@ TEST(BenchEndToEnd, OffsetIncrementSeparatesClones) {
   EXPECT_NE(run_bench({"--null.size=1", "--name=x", "--rw=write", "--size=512k", "--numjobs=2",
                        "--offset_increment=768k"}),
             0);
+}
+
+// --ndevices: clone N of a job runs on device N % ndevices; every device
+// is reported, and a cycled attribute is switched on each.
+TEST(BenchEndToEnd, SeveralDevicesOneJobCloneEach) {
+  const std::string out = temp_path("ndevices.json");
+  ASSERT_EQ(run_bench({"--ndevices=3", "--memory_backed=1", "--name=x", "--rw=write", "--bs=4k", "--size=64k",
+                       "--numjobs=3", "--cycle=queue/nomerges=0,1@1", "--output-format=json", "--output=" + out}),
+            0);
+  nlohmann::json j = read_json(out);
+  ASSERT_EQ(j["jobs"].size(), 3u);
+  const auto& disks = j["disk_util"];
+  ASSERT_EQ(disks.size(), 3u);
+  std::set<std::string> names;
+  for (const auto& d : disks) {
+    EXPECT_EQ(d["write_ios"], 16u) << d["name"];  // one clone's 64 KiB each
+    names.insert(d["name"].get<std::string>());
+  }
+  EXPECT_EQ(names.size(), 3u);
+  EXPECT_EQ(j["blkmq"]["devices"].size(), 3u);
+  EXPECT_NE(run_bench({"--ndevices=0", "--name=x", "--size=64k"}), 0);
+  EXPECT_NE(run_bench({"--ndevices=65", "--name=x", "--size=64k"}), 0);
 }
 
 TEST(BenchEndToEnd, JobFileGroupsRunInOrder) {

@@ -13,11 +13,11 @@ RunReport sample_report() {
   r.timestamp_ms = 1700000000123;
   r.pid = 42;
   r.driver = "null";
-  r.device_name = "nullb0";
-  r.have_disk = true;
-  r.disk.read_ios = 1000;
-  r.disk.io_ticks_ms = 1000;  // busy half of the 2 s run
-  r.disk.time_in_queue_ms = 1200;
+  DiskReport disk{"nullb0", {}};
+  disk.stat.read_ios = 1000;
+  disk.stat.io_ticks_ms = 1000;  // busy half of the 2 s run
+  disk.stat.time_in_queue_ms = 1200;
+  r.disks.push_back(disk);
   r.threads["kblockd"] = {5000000, 4, 10, 2};
   r.threads["ksoftirqd"] = {1000000, 4, 7, 0};
   JobResult j;

@@ -39,11 +39,18 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 // Snapshots taken when measurement starts (after the ramp) and at the end.
+using Queues = std::vector<blkmq::Queue*>;
+
 struct Snapshot {
   ThreadUsageMap threads;
-  blkmq::DiskStat disk{};
+  std::vector<blkmq::DiskStat> disks;  // one per device
   Clock::time_point at;
-  static Snapshot take(const blkmq::Queue& q) { return {blkmq::thread_usage(), q.disk_stat(), Clock::now()}; }
+  static Snapshot take(const Queues& qs) {
+    Snapshot s{blkmq::thread_usage(), {}, {}};
+    for (const blkmq::Queue* q : qs) s.disks.push_back(q->disk_stat());
+    s.at = Clock::now();
+    return s;
+  }
 };
 
 // Runs the job threads of one group and drives each job's ramp and stop
@@ -51,7 +58,7 @@ struct Snapshot {
 // deadline, so it costs the jobs nothing.
 class Runner {
  public:
-  Runner(const std::vector<Job*>& jobs, const blkmq::Queue& q) : jobs_(jobs), q_(q) {}
+  Runner(const std::vector<Job*>& jobs, const Queues& qs) : jobs_(jobs), q_(qs) {}
 
   // Returns the snapshot at the end; *before is taken when the last ramp
   // of the group ended (or at the end, if the jobs finished inside it).
@@ -136,7 +143,7 @@ class Runner {
   }
 
   const std::vector<Job*>& jobs_;
-  const blkmq::Queue& q_;
+  const Queues& q_;
   std::vector<Deadline> deadlines_;
   unsigned ramps_pending_ = 0;
   std::mutex mu_;
@@ -158,7 +165,7 @@ Status write_report(const BenchConfig& cfg, const RunReport& rep) {
   return Status::ok();
 }
 
-RunReport make_report(const BenchConfig& cfg, const blkmq::Device& dev, blkmq::Queue& q,
+RunReport make_report(const BenchConfig& cfg, const blkmq::Device& dev, const Queues& qs,
                       const std::vector<std::unique_ptr<Job>>& jobs, const Snapshot& before,
                       const Snapshot& after) {
   RunReport rep;
@@ -172,16 +179,15 @@ RunReport make_report(const BenchConfig& cfg, const blkmq::Device& dev, blkmq::Q
                          std::chrono::system_clock::now().time_since_epoch()).count();
   rep.pid = static_cast<int>(getpid());
   rep.driver = dev.driver_name();
-  rep.device_name = q.name();
-  rep.have_disk = true;
-  rep.disk = disk_stat_delta(before.disk, after.disk);
+  for (size_t i = 0; i < qs.size(); ++i)
+    rep.disks.push_back({qs[i]->name(), disk_stat_delta(before.disks[i], after.disks[i])});
   rep.threads = thread_usage_delta(before.threads, after.threads);
   return rep;
 }
 
 // Runs the groups one after the other; *before is the first group's start
 // of measurement, the result the end of the last group.
-Snapshot run_groups(const std::vector<std::unique_ptr<Job>>& jobs, const blkmq::Queue& q, Snapshot* before,
+Snapshot run_groups(const std::vector<std::unique_ptr<Job>>& jobs, const Queues& qs, Snapshot* before,
                     std::vector<GroupSpan>* spans) {
   Snapshot after;
   const Clock::time_point t0 = Clock::now();
@@ -194,7 +200,7 @@ Snapshot run_groups(const std::vector<std::unique_ptr<Job>>& jobs, const blkmq::
     for (; i < jobs.size() && jobs[i]->spec().groupid == gid; ++i) group.push_back(jobs[i].get());
     Snapshot group_before;
     const Clock::time_point start = Clock::now();
-    after = Runner(group, q).run(&group_before);
+    after = Runner(group, qs).run(&group_before);
     spans->push_back({gid, since(start), since(after.at)});
     if (gid == jobs.front()->spec().groupid) *before = group_before;
   }
@@ -226,31 +232,37 @@ int bench_main(int argc, char** argv) {
     if (!po.message.empty() && po.message.back() != '\n') std::fputc('\n', po.exit_code == 0 ? stdout : stderr);
     return po.exit_code;
   }
-  auto dev = blkmq::create_device(cfg.driver, cfg.device_params);
-  if (!dev) return fail(dev.status().message());
-  blkmq::Queue& q = (*dev)->queue();
+  std::vector<std::unique_ptr<blkmq::Device>> devs;
+  Queues qs;
+  for (unsigned i = 0; i < cfg.ndevices; ++i) {
+    auto dev = blkmq::create_device(cfg.driver, cfg.device_params);
+    if (!dev) return fail(dev.status().message());
+    devs.push_back(std::move(dev.value()));
+    qs.push_back(&devs.back()->queue());
+  }
 
   // Every job of every group is prepared up front, so a bad job fails the
-  // run before any I/O.
+  // run before any I/O. Clone N of a job runs on device N % ndevices.
   std::vector<std::unique_ptr<Job>> jobs;
   for (const JobSpec& spec : cfg.jobs) {
     for (unsigned i = 0; i < spec.numjobs; ++i) {
-      jobs.push_back(std::make_unique<Job>(spec, i, q, (*dev)->size_bytes()));
+      const unsigned d = i % cfg.ndevices;
+      jobs.push_back(std::make_unique<Job>(spec, i, *qs[d], devs[d]->size_bytes()));
       Status st = jobs.back()->prepare();
       if (!st) return fail(st.message());
     }
   }
-  AttrCycler cycler(q, cfg.cycles);
+  AttrCycler cycler(qs, cfg.cycles);
   cycler.start();
   Snapshot before;
   std::vector<GroupSpan> spans;
-  Snapshot after = run_groups(jobs, q, &before, &spans);
-  RunReport rep = make_report(cfg, **dev, q, jobs, before, after);
+  Snapshot after = run_groups(jobs, qs, &before, &spans);
+  RunReport rep = make_report(cfg, *devs.front(), qs, jobs, before, after);
   rep.groups = std::move(spans);
   rep.cycles = cycler.stop();
   // Completion threads may still be returning from end_io: stop them (by
-  // destroying the device) before the jobs' units go away.
-  dev->reset();
+  // destroying the devices) before the jobs' units go away.
+  devs.clear();
   jobs.clear();
   Status st = write_report(cfg, rep);
   if (!st) return fail(st.message());

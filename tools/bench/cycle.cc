@@ -37,8 +37,8 @@ blkmq::Result<CycleSpec> parse_cycle(std::string_view arg) {
   return c;
 }
 
-AttrCycler::AttrCycler(blkmq::Queue& q, std::vector<CycleSpec> specs)
-    : q_(q), specs_(std::move(specs)), results_(specs_.size()), next_value_(specs_.size(), 0),
+AttrCycler::AttrCycler(std::vector<blkmq::Queue*> qs, std::vector<CycleSpec> specs)
+    : qs_(std::move(qs)), specs_(std::move(specs)), results_(specs_.size()), next_value_(specs_.size(), 0),
       due_(specs_.size()) {
   for (size_t i = 0; i < specs_.size(); ++i) results_[i].path = specs_[i].path;
 }
@@ -87,12 +87,14 @@ void AttrCycler::switch_one(size_t i) {
   const CycleSpec& c = specs_[i];
   const std::string& v = c.values[next_value_[i]];
   next_value_[i] = (next_value_[i] + 1) % c.values.size();
-  Status st = q_.set_attr(c.path, v);
   CycleResult& r = results_[i];
-  if (st) {
-    r.switches++;
-  } else {
-    if (r.refused++ == 0) r.first_error = c.path + "=" + v + ": " + st.message();
+  for (blkmq::Queue* q : qs_) {
+    Status st = q->set_attr(c.path, v);
+    if (st) {
+      r.switches++;
+    } else if (r.refused++ == 0) {
+      r.first_error = c.path + "=" + v + ": " + st.message();
+    }
   }
 }
 

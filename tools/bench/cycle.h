@@ -30,7 +30,7 @@ blkmq::Result<CycleSpec> parse_cycle(std::string_view arg);
 
 struct CycleResult {
   std::string path;
-  uint64_t switches = 0;   // values the queue accepted
+  uint64_t switches = 0;   // values a queue accepted (counted per device)
   uint64_t refused = 0;    // values set_attr refused
   std::string first_error; // the first refusal, for the report
 };
@@ -39,7 +39,8 @@ struct CycleResult {
 // switches, so it costs the jobs nothing but the switches themselves.
 class AttrCycler {
  public:
-  AttrCycler(blkmq::Queue& q, std::vector<CycleSpec> specs);
+  // Every switch is applied to each queue in turn.
+  AttrCycler(std::vector<blkmq::Queue*> qs, std::vector<CycleSpec> specs);
   ~AttrCycler();
   AttrCycler(const AttrCycler&) = delete;
   AttrCycler& operator=(const AttrCycler&) = delete;
@@ -54,7 +55,7 @@ class AttrCycler {
   void loop();
   void switch_one(size_t i);
 
-  blkmq::Queue& q_;
+  const std::vector<blkmq::Queue*> qs_;
   const std::vector<CycleSpec> specs_;
   std::vector<CycleResult> results_;   // cycler thread until stop() joins it
   std::vector<size_t> next_value_;

@@ -84,6 +84,7 @@ struct BenchConfig {
   std::vector<blkmq::ParamInfo> driver_param_info;  // what the driver accepts
   ParamLookup param_lookup = nullptr;  // nullptr: driver_param_info stays as given
   std::vector<CycleSpec> cycles;     // --cycle, in the order given
+  unsigned ndevices = 1;             // identical devices; clone N of a job uses device N % ndevices
   OutputFormat output_format = OutputFormat::normal;
   std::string output_file;           // empty: stdout
   bool group_reporting = false;
@@ -91,7 +92,7 @@ struct BenchConfig {
 };
 
 // What an option configures. A job file may set `device` options only in
-// [global]: there is one device per run.
+// [global]: every device of a run is made with the same options.
 enum class OptionScope : uint8_t { job, run, device };
 
 // How an option is named and parsed. `flag` options take an optional value on

@@ -147,19 +147,23 @@ std::string threads_block(const RunReport& r) {
   return out;
 }
 
-double disk_util(const RunReport& r) {
+double disk_util(const RunReport& r, const blkmq::DiskStat& d) {
   if (r.run_ns == 0) return 0.0;
-  double u = 100.0 * static_cast<double>(r.disk.io_ticks_ms) * 1e6 / static_cast<double>(r.run_ns);
+  double u = 100.0 * static_cast<double>(d.io_ticks_ms) * 1e6 / static_cast<double>(r.run_ns);
   return std::min(u, 100.0);
 }
 
 std::string disk_block(const RunReport& r) {
-  if (!r.have_disk) return "";
-  const blkmq::DiskStat& d = r.disk;
-  return sprintf_str("\nDisk stats (read/write):\n  %s: ios=%" PRIu64 "/%" PRIu64 ", merge=%" PRIu64 "/%" PRIu64
-                     ", ticks=%" PRIu64 "/%" PRIu64 ", in_queue=%" PRIu64 ", util=%.2f%%\n",
-                     r.device_name.c_str(), d.read_ios, d.write_ios, d.read_merges, d.write_merges, d.read_ticks_ms,
-                     d.write_ticks_ms, d.time_in_queue_ms, disk_util(r));
+  if (r.disks.empty()) return "";
+  std::string out = "\nDisk stats (read/write):\n";
+  for (const DiskReport& disk : r.disks) {
+    const blkmq::DiskStat& d = disk.stat;
+    out += sprintf_str("  %s: ios=%" PRIu64 "/%" PRIu64 ", merge=%" PRIu64 "/%" PRIu64 ", ticks=%" PRIu64 "/%" PRIu64
+                       ", in_queue=%" PRIu64 ", util=%.2f%%\n",
+                       disk.name.c_str(), d.read_ios, d.write_ios, d.read_merges, d.write_merges, d.read_ticks_ms,
+                       d.write_ticks_ms, d.time_in_queue_ms, disk_util(r, d));
+  }
+  return out;
 }
 
 std::string cycles_block(const RunReport& r) {
@@ -322,17 +326,18 @@ json job_json(const JobResult& j) {
 
 json disk_json(const RunReport& r) {
   json arr = json::array();
-  if (!r.have_disk) return arr;
-  const blkmq::DiskStat& d = r.disk;
-  arr.push_back({{"name", r.device_name},
-                 {"read_ios", d.read_ios},
-                 {"write_ios", d.write_ios},
-                 {"read_merges", d.read_merges},
-                 {"write_merges", d.write_merges},
-                 {"read_ticks", d.read_ticks_ms},
-                 {"write_ticks", d.write_ticks_ms},
-                 {"in_queue", d.time_in_queue_ms},
-                 {"util", disk_util(r)}});
+  for (const DiskReport& disk : r.disks) {
+    const blkmq::DiskStat& d = disk.stat;
+    arr.push_back({{"name", disk.name},
+                   {"read_ios", d.read_ios},
+                   {"write_ios", d.write_ios},
+                   {"read_merges", d.read_merges},
+                   {"write_merges", d.write_merges},
+                   {"read_ticks", d.read_ticks_ms},
+                   {"write_ticks", d.write_ticks_ms},
+                   {"in_queue", d.time_in_queue_ms},
+                   {"util", disk_util(r, d)}});
+  }
   return arr;
 }
 
@@ -340,7 +345,9 @@ json blkmq_json(const RunReport& r) {
   json threads = json::object();
   for (const auto& [group, u] : r.threads)
     threads[group] = {{"cpu_ns", u.cpu_ns}, {"nr_threads", u.nr_threads}, {"nvcsw", u.nvcsw}, {"nivcsw", u.nivcsw}};
-  json out = {{"driver", r.driver}, {"device", r.device_name}, {"run_ns", r.run_ns}, {"threads", threads}};
+  json devices = json::array();
+  for (const DiskReport& d : r.disks) devices.push_back(d.name);
+  json out = {{"driver", r.driver}, {"devices", devices}, {"run_ns", r.run_ns}, {"threads", threads}};
   json groups = json::array();
   for (const GroupSpan& g : r.groups)
     groups.push_back({{"groupid", g.groupid}, {"start_ns", g.start_ns}, {"end_ns", g.end_ns}});

@@ -26,6 +26,12 @@ struct GroupSpan {
   uint64_t end_ns = 0;
 };
 
+// One device's disk stat ("Disk stats" / disk_util).
+struct DiskReport {
+  std::string name;
+  blkmq::DiskStat stat{};
+};
+
 struct RunReport {
   std::vector<JobResult> jobs;    // one per job thread, in start order
   bool group_reporting = false;   // report each group of jobs as one
@@ -33,9 +39,7 @@ struct RunReport {
   int64_t timestamp_ms = 0;       // wall clock at the end, ms since the epoch
   int pid = 0;
   std::string driver;
-  std::string device_name;        // the "disk" in Disk stats
-  bool have_disk = false;
-  blkmq::DiskStat disk{};         // delta over the run
+  std::vector<DiskReport> disks;  // one per device, deltas over the run
   ThreadUsageMap threads;         // delta over the run
   std::vector<CycleResult> cycles;  // --cycle switches, one per attribute
   std::vector<GroupSpan> groups;  // in run order
