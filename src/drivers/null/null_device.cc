@@ -1,9 +1,10 @@
 // The null device: parameters to tag set and queue, the process-wide shared
 // tag set, the bandwidth tick, and registration as driver "null".
-#include <set>
+#include <mutex>
 
 #include "base/clock.h"
 #include "blkmq/context.h"
+#include "drivers/index_alloc.h"
 #include "drivers/null/null.h"
 #include "drivers/null/null_dev.h"
 
@@ -19,21 +20,7 @@ constexpr unsigned kNullTimeoutMs = 5000;
 constexpr uint32_t kMaxDiscardSectors = UINT32_MAX >> kSectorShift;
 
 // Device names nullb0, nullb1, ...: the lowest free index, as null_blk's ida.
-std::mutex g_index_mu;
-std::set<int> g_indexes;
-
-int alloc_index() {
-  std::lock_guard lk(g_index_mu);
-  int i = 0;
-  while (g_indexes.count(i)) i++;
-  g_indexes.insert(i);
-  return i;
-}
-
-void free_index(int i) {
-  std::lock_guard lk(g_index_mu);
-  g_indexes.erase(i);
-}
+IndexAllocator g_indexes;
 
 // The set every shared_tags=1 device uses. Built from the first such
 // device's parameters (null_blk builds it from the module parameters);
@@ -119,7 +106,7 @@ NullDevice::NullDevice(const NullParams& p) : params_(p) {
   init_hctx_fault_.configure(p.init_hctx);
   if (p.memory_backed) store_ = std::make_unique<PageStore>(p.size_bytes(), p.cache_size_mib * kMiB);
   if (p.mbps) bw_ = std::make_unique<BwBudget>(p.mbps);
-  index_ = alloc_index();
+  index_ = g_indexes.alloc();
 }
 
 NullDevice::~NullDevice() {
@@ -145,7 +132,7 @@ NullDevice::~NullDevice() {
     queues_.clear();
   }
   set_.reset();
-  free_index(index_);
+  g_indexes.free(index_);
 }
 
 const std::string& NullDevice::driver_name() const {

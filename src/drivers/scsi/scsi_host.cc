@@ -2,10 +2,10 @@
 #include "drivers/scsi/scsi_host.h"
 
 #include <algorithm>
-#include <set>
 
 #include "blkmq/context.h"
 #include "blkmq/driver.h"
+#include "drivers/index_alloc.h"
 #include "drivers/null/null_store.h"
 #include "drivers/scsi/scsi_irq.h"
 #include "drivers/scsi/scsi_ops.h"
@@ -19,21 +19,7 @@ constexpr unsigned kScsiTimeoutMs = 30000;
 std::atomic<unsigned> g_next_host_no{0};
 
 // Disk names sda..sdz, sdaa..: the lowest free index, as sd's ida.
-std::mutex g_name_mu;
-std::set<int> g_name_indexes;
-
-int alloc_name_index() {
-  std::lock_guard lk(g_name_mu);
-  int i = 0;
-  while (g_name_indexes.count(i)) i++;
-  g_name_indexes.insert(i);
-  return i;
-}
-
-void free_name_index(int i) {
-  std::lock_guard lk(g_name_mu);
-  g_name_indexes.erase(i);
-}
+IndexAllocator g_name_indexes;
 
 // sd_format_disk_name: base-26 with letters, where "z" is followed by "aa".
 std::string disk_name(int index) {
@@ -76,12 +62,12 @@ Status validate(const ScsiLunConfig& c) {
 ScsiLun::ScsiLun(ScsiHost* host, unsigned id, const ScsiLunConfig& cfg)
     : host_(host), id_(id), cfg_(cfg), depth_(cfg.queue_depth) {
   if (cfg_.backing == ScsiBacking::memory) store_ = std::make_unique<nullb::PageStore>(cfg_.size, 0);
-  name_index_ = alloc_name_index();
+  name_index_ = g_name_indexes.alloc();
 }
 
 ScsiLun::~ScsiLun() {
   queue_.reset();
-  free_name_index(name_index_);
+  g_name_indexes.free(name_index_);
 }
 
 Status ScsiLun::set_queue_depth(unsigned depth) {

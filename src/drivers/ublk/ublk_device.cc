@@ -1,10 +1,8 @@
 // The ublk device: options to tag set and queue, server threads, teardown
 // order, and the public create_ublk_device().
-#include <mutex>
-#include <set>
-
 #include "blkmq/context.h"
 #include "blkmq/elevator.h"
+#include "drivers/index_alloc.h"
 #include "drivers/ublk/ublk_dev.h"
 
 namespace blkmq::ublkd {
@@ -15,21 +13,7 @@ constexpr const char* kDriverName = "ublk";
 constexpr unsigned kMaxUblkDepth = 4096;  // UBLK_MAX_QUEUE_DEPTH
 
 // Device names ublkb0, ublkb1, ...: the lowest free index, as ublk's idr.
-std::mutex g_index_mu;
-std::set<int> g_indexes;
-
-int alloc_index() {
-  std::lock_guard lk(g_index_mu);
-  int i = 0;
-  while (g_indexes.count(i)) i++;
-  g_indexes.insert(i);
-  return i;
-}
-
-void free_index(int i) {
-  std::lock_guard lk(g_index_mu);
-  g_indexes.erase(i);
-}
+IndexAllocator g_indexes;
 
 Status bad(const std::string& what) { return Status::invalid("ublk: " + what); }
 
@@ -64,7 +48,7 @@ Status validate_options(const UblkOptions& o) {
 
 UblkDevice::UblkDevice(std::unique_ptr<UblkTarget> target, const UblkOptions& opts)
     : opts_(opts), target_(std::move(target)) {
-  index_ = alloc_index();
+  index_ = g_indexes.alloc();
 }
 
 UblkDevice::~UblkDevice() {
@@ -76,7 +60,7 @@ UblkDevice::~UblkDevice() {
   servers_.clear();
   tag_set_.reset();
   target_.reset();
-  free_index(index_);
+  g_indexes.free(index_);
 }
 
 const std::string& UblkDevice::driver_name() const {
