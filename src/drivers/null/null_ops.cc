@@ -41,23 +41,6 @@ inline void complete_cmd(const NullQueue* nq, Request* rq, BlkStatus st) {
   }
 }
 
-BlkStatus transfer(PageStore& store, Request* rq, uint64_t off) {
-  const bool write = rq->op == ReqOp::write;
-  const bool fua = rq->cmd_flags & kBioFua;
-  const uint64_t len = rq->data_len;
-  BlkStatus st = BlkStatus::ok;
-  rq_for_each_segment(rq, [&](void* base, size_t n, uint64_t roff) {
-    if (st != BlkStatus::ok) return;
-    // Segments past data_len would touch another request's range.
-    if (roff >= len || n > len - roff) {
-      st = BlkStatus::inval;
-      return;
-    }
-    st = write ? store.write(off + roff, base, n, fua) : store.read(off + roff, base, n);
-  });
-  return st;
-}
-
 // Moves the data of a memory-backed device (null_handle_memory_backed).
 // Without memory backing there is nothing to do: success.
 BlkStatus handle_cmd(NullDevice* dev, Request* rq) {
@@ -68,12 +51,12 @@ BlkStatus handle_cmd(NullDevice* dev, Request* rq) {
   if (off > store->capacity() || rq->data_len > store->capacity() - off) return BlkStatus::inval;
   switch (rq->op) {
     case ReqOp::read:
-      return transfer(*store, rq, off);
+      return store->transfer(rq, off);
     case ReqOp::write:
       if (rq->cmd_flags & kBioPreflush) {
         if (BlkStatus st = store->flush(); st != BlkStatus::ok) return st;
       }
-      return transfer(*store, rq, off);
+      return store->transfer(rq, off);
     case ReqOp::flush:
       return store->flush();
     case ReqOp::discard:

@@ -175,4 +175,21 @@ uint64_t PageStore::cached_pages() const {
   return n;
 }
 
+BlkStatus PageStore::transfer(Request* rq, uint64_t off) {
+  const bool is_write = rq->op == ReqOp::write;
+  const bool fua = rq->cmd_flags & kBioFua;
+  const uint64_t len = rq->data_len;
+  BlkStatus st = BlkStatus::ok;
+  rq_for_each_segment(rq, [&](void* base, size_t n, uint64_t roff) {
+    if (st != BlkStatus::ok) return;
+    // Segments past data_len would touch another request's range.
+    if (roff >= len || n > len - roff) {
+      st = BlkStatus::inval;
+      return;
+    }
+    st = is_write ? write(off + roff, base, n, fua) : read(off + roff, base, n);
+  });
+  return st;
+}
+
 }  // namespace blkmq::nullb

@@ -146,18 +146,7 @@ BlkStatus ScsiLun::transfer(Request* rq) {
   }
   // The core checks capacity; this only guards against a core bug.
   if (off > cfg_.size || rq->data_len > cfg_.size - off) return BlkStatus::inval;
-  const bool write = rq->op == ReqOp::write;
-  const uint64_t len = rq->data_len;
-  BlkStatus st = BlkStatus::ok;
-  rq_for_each_segment(rq, [&](void* base, size_t n, uint64_t roff) {
-    if (st != BlkStatus::ok) return;
-    if (roff >= len || n > len - roff) {
-      st = BlkStatus::inval;
-      return;
-    }
-    st = write ? store_->write(off + roff, base, n, false) : store_->read(off + roff, base, n);
-  });
-  return st;
+  return store_->transfer(rq, off);  // no cache: FUA changes nothing
 }
 
 // ---- ScsiHost ----
