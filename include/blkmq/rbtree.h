@@ -1,9 +1,10 @@
 // An intrusive red-black tree: the node lives inside the element (as the
 // kernel's struct rb_node lives inside struct request), so inserting and
-// erasing allocate nothing. The tree does not know the ordering; callers
-// descend it themselves (or with insert_ordered/lower_bound below) and link
-// the new node where the descent ended, then insert() rebalances.
-// Not thread-safe: the owner's lock protects a tree and its nodes.
+// erasing allocate nothing. The tree does not know the ordering: callers
+// pass it to insert_ordered() and lower_bound(). An empty tree is a valid
+// tree; a node belongs to at most one tree at a time.
+// Not thread-safe: the owner's lock protects a tree and its nodes; any
+// context may use it under that lock (nothing here sleeps or allocates).
 // Request::rb_node is there for a scheduler's sector-sorted tree
 // (elv_rb_add and friends in the kernel).
 #pragma once
@@ -23,11 +24,7 @@ class RbTree {
  public:
   bool empty() const { return root_ == nullptr; }
   RbNode* root() const { return root_; }
-  RbNode** root_link() { return &root_; }
 
-  // Links `node` at *link, a null child pointer of `parent` (or the root
-  // link with parent null) found by an ordered descent, and rebalances.
-  void insert(RbNode* node, RbNode* parent, RbNode** link);
   // Unlinks a node that is in this tree and rebalances; the node is reset.
   void erase(RbNode* node);
 
@@ -67,6 +64,9 @@ class RbTree {
   }
 
  private:
+  // Links `node` at *link, the null child pointer of `parent` (the root
+  // link with parent null) where an ordered descent ended, and rebalances.
+  void insert(RbNode* node, RbNode* parent, RbNode** link);
   void rotate_left(RbNode* x);
   void rotate_right(RbNode* x);
   void replace_child(RbNode* parent, RbNode* old_child, RbNode* new_child);
