@@ -35,7 +35,7 @@ struct UringCmd {
   uint32_t left = 0;       // bytes still to transfer
   uint16_t nr_iov = 0;
   uint16_t first = 0;      // iov[first] is where the next transfer starts
-  uint16_t retries = 0;    // -EAGAIN resubmissions
+  uint16_t retries = 0;    // -EAGAIN and -ECANCELED resubmissions
   // Release-stored after the SQE is prepared, acquire-loaded by the reaper:
   // the kernel orders the two, but a race detector cannot see through it.
   std::atomic<uint32_t> issued{0};

@@ -19,8 +19,11 @@ namespace {
 // user_data of the NOP that tells a reaper to exit; requests are never null.
 constexpr uint64_t kStopToken = 0;
 // -EAGAIN from a file is transient (io_uring retries most of it itself);
-// give up after this many resubmissions rather than spin forever.
-constexpr uint16_t kMaxAgainRetries = 1000;
+// -ECANCELED means the thread that submitted the request exited while the
+// request waited in that thread's io-wq (io_uring cancels a task's io-wq
+// work when the task exits). Both are resubmitted, by the thread that reaps
+// them; give up after this many resubmissions rather than spin forever.
+constexpr uint16_t kMaxRetries = 1000;
 // How many CQEs one reaping pass takes before advancing the CQ head.
 constexpr unsigned kReapBatch = 32;
 // SQPOLL kernel thread idle time before it sleeps (needs a wakeup then).
@@ -228,7 +231,7 @@ void UringQueue::resubmit(Request* rq) {
 
 bool UringQueue::handle_result(Request* rq, int res, BlkStatus* st) {
   UringCmd* cmd = to_cmd(rq);
-  if (res == -EAGAIN && cmd->retries < kMaxAgainRetries) {
+  if ((res == -EAGAIN || res == -ECANCELED) && cmd->retries < kMaxRetries) {
     cmd->retries++;
     resubmit(rq);
     return false;
