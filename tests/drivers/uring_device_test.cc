@@ -139,6 +139,8 @@ TEST(UringDevice, BadParametersAreRefused) {
   EXPECT_NE(make_error({{"filename", f}, {"nope", "1"}}).find("nope"), std::string::npos);
   EXPECT_NE(make_error({{"filename", f}, {"hw_queue_depth", "0"}}).find("hw_queue_depth"),
             std::string::npos);
+  EXPECT_NE(make_error({{"filename", f}, {"size", "1m"}, {"force_async", "-1"}}).find("force_async"),
+            std::string::npos);
   // A missing file without a size cannot be created.
   EXPECT_NE(make_error({{"filename", f}}).find("size"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(f));
@@ -436,8 +438,9 @@ TEST(UringDevice, SeveralSubmittersAtOnce) {
 // thread exits, cancels whatever of it still waits in the thread's io-wq
 // (-ECANCELED). Any thread dispatches for everyone in blkmq, so a thread
 // that exits with other threads' requests in flight must not fail them.
-// Writes into a sparse file need block allocation, which io_uring punts to
-// io-wq, so most of these are in io-wq when their submitter exits.
+// force_async=1 sends every request to io-wq (on ext4 buffered writes that
+// allocate blocks go there anyway), so most of these are still there when
+// their submitter exits.
 void exiting_submitters(bool direct) {
   TempDir dir;
   if (direct && !direct_io_works(dir.path())) GTEST_SKIP() << "no O_DIRECT under " << dir.path();
@@ -445,7 +448,7 @@ void exiting_submitters(bool direct) {
   constexpr int kPerThread = 16;
   constexpr uint32_t kBs = 4096;
   auto dev = make({{"filename", dir.file("disk")}, {"size", "64m"}, {"direct", direct ? "1" : "0"},
-                   {"hw_queue_depth", "64"}});
+                   {"hw_queue_depth", "64"}, {"force_async", "1"}});
   ASSERT_TRUE(dev);
   Queue& q = dev->queue();
   Waiter w;

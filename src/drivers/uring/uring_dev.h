@@ -96,6 +96,7 @@ class UringQueue {
   // Serializes SQ use: dispatchers of this hctx and resubmissions.
   std::mutex sq_mu_;
   unsigned pending_ = 0;  // prepared SQEs not yet submitted (under sq_mu_)
+  unsigned async_count_ = 0;  // SQEs since the last forced IOSQE_ASYNC (under sq_mu_)
   // Serializes CQ use: the reaper and submitters reaping after a submit
   // (reap_ready); on poll queues, the pollers (several may share one).
   std::mutex cq_mu_;

@@ -56,6 +56,12 @@ const drvparam::ParamDef<UringParams> kParams[] = {
      [](UringParams& p, const ParamValue& v) {
        return v.to_int(1u, kMaxSectorsLimit, &p.max_sectors);
      }},
+    {"force_async", "0",
+     "issue every Nth request with IOSQE_ASYNC, straight to io_uring's worker threads, as fio's "
+     "io_uring engine option of that name; 0 = never",
+     [](UringParams& p, const ParamValue& v) {
+       return v.to_int(0u, 1u << 20, &p.force_async);
+     }},
 };
 
 }  // namespace

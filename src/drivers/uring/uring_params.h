@@ -22,6 +22,7 @@ struct UringParams {
   bool sqpoll = false;           // IORING_SETUP_SQPOLL: a kernel thread submits
   bool fixed_files = true;       // register the fd with each ring
   unsigned max_sectors = 2560;   // max request size in 512 B sectors
+  unsigned force_async = 0;      // every Nth SQE gets IOSQE_ASYNC (fio's force_async); 0 = none
 };
 
 // Parses and validates `params`. Unknown names, malformed values and values

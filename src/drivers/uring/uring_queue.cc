@@ -121,6 +121,10 @@ bool UringQueue::prep_locked(Request* rq) {
       break;
   }
   if (fixed_file_) sqe->flags |= IOSQE_FIXED_FILE;
+  if (const unsigned n = dev_->params().force_async; n && ++async_count_ >= n) {
+    async_count_ = 0;
+    sqe->flags |= IOSQE_ASYNC;
+  }
   io_uring_sqe_set_data(sqe, rq);
   cmd->issued.fetch_add(1, std::memory_order_release);
   pending_++;
