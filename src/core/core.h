@@ -217,6 +217,11 @@ class QueueImpl final : public Queue {
   Status init();
   Status init_hctxs(unsigned nr_hw);
   void exit_hctxs();
+  // The queue's own workers that walk its hctxs (requeue, timeout): stopped
+  // while update_nr_hw_queues replaces the hctxs, then the requeue worker is
+  // run once to make up for a run it may have lost.
+  void stop_hctx_walkers();
+  void restart_hctx_walkers();
   void map_swqueues();
 
   // usage counter (q_usage_counter)

@@ -59,6 +59,14 @@ Status QueueImpl::init_hctxs(unsigned nr_hw) {
   return Status::ok();
 }
 
+void QueueImpl::stop_hctx_walkers() {
+  timeout_timer_.cancel_sync();
+  kblockd_flush_work(&timeout_work_);
+  requeue_work_.cancel_sync();
+}
+
+void QueueImpl::restart_hctx_walkers() { requeue_work_.mod(kWorkCpuUnbound, 0); }
+
 void QueueImpl::exit_hctxs() {
   for (HwCtxImpl* h : hctxs_) {
     h->run_work.cancel_sync();

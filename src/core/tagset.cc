@@ -165,6 +165,8 @@ Status update_nr_hw_queues_locked(TagSetImpl* set, unsigned nr_default, unsigned
   for (QueueImpl* q : set->queues_) q->freeze_start();
   for (QueueImpl* q : set->queues_) q->freeze_wait();
   for (QueueImpl* q : set->queues_) q->quiesce();
+  // Frozen, nothing is in flight, so nothing re-arms these until the end.
+  for (QueueImpl* q : set->queues_) q->stop_hctx_walkers();
   const unsigned old[kNrHctxTypes] = {set->cfg_.nr_queues[0], set->cfg_.nr_queues[1], set->cfg_.nr_queues[2]};
   auto apply = [&](unsigned d, unsigned p) -> Status {
     set->cfg_.nr_queues[0] = d;
@@ -185,6 +187,7 @@ Status update_nr_hw_queues_locked(TagSetImpl* set, unsigned nr_default, unsigned
   }
   for (QueueImpl* q : set->queues_) q->unquiesce();
   for (QueueImpl* q : set->queues_) q->unfreeze_impl();
+  for (QueueImpl* q : set->queues_) q->restart_hctx_walkers();
   return st;
 }
 

@@ -32,6 +32,11 @@ int get_or_wait(SbitmapQueue& q, std::atomic<unsigned>* wait_index, std::atomic<
     if (nr >= 0) break;
     if (!tw.wait(timeout_ns)) (*timeouts)++;
     q.remove_wait(ws, tw.entry());
+    // Woken: try before queueing again, as blk_mq_get_tag does. Queueing
+    // first would let a later batch spend a wake-up on this thread, which
+    // is about to succeed, instead of on a sleeper.
+    nr = q.get();
+    if (nr >= 0) return nr;
   }
   q.remove_wait(ws, tw.entry());
   return nr;
