@@ -76,11 +76,16 @@ void account_io_start(Request* rq) {
 
 void start_request(Request* rq) {
   HwCtxImpl* h = to_impl(rq->mq_hctx);
+  QueueImpl* q = h->q;
   if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = precise_now_ns();
   set_deadline(rq);
+  const uint64_t expiry = timer_expiry(rq);
   if (rq->tag >= 0) h->tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_relaxed);
   rq->state.store(RqState::in_flight, std::memory_order_release);
-  arm_timer_for(rq);
+  // From here the timeout handler may end rq (a driver that completes from
+  // it, as null's fake timeouts do), so only locals are used. The timer is
+  // armed after the request is visible in flight, so its scan sees it.
+  arm_queue_timer(q, expiry);
 }
 
 bool update_request(Request* rq, BlkStatus st, uint32_t bytes) {

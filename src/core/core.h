@@ -364,7 +364,10 @@ bool flush_end_io_hook(Request* rq, BlkStatus st);
 // timeout.cc
 void add_timer(Request* rq);
 void set_deadline(Request* rq);
-void arm_timer_for(Request* rq);
+// When the queue's timer must fire for rq's deadline (set_deadline first).
+uint64_t timer_expiry(const Request* rq);
+void arm_queue_timer(QueueImpl* q, uint64_t expiry);
+void arm_timer_for(Request* rq);  // arm_queue_timer(rq's queue, timer_expiry(rq))
 void timeout_timer_fired(QueueImpl* q);
 void timeout_work_fn(Work* w);
 void requeue_work_fn(Work* w);

@@ -17,6 +17,8 @@ Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n)
 
 uint64_t round_up_sec(uint64_t ns) { return (ns + kSecNs - 1) / kSecNs * kSecNs; }
 
+}  // namespace
+
 // Arms the queue's timer for `expiry` unless it is armed no more than half a
 // second later (blk_add_timer's rule for moving the timer earlier). The fast
 // path is one load of the cached expiry (0: not armed); the timer callback
@@ -30,6 +32,8 @@ void arm_queue_timer(QueueImpl* q, uint64_t expiry) {
   q->timeout_timer_.arm_if_earlier(expiry);
   q->timeout_expiry_.store(q->timeout_timer_.expires(), std::memory_order_seq_cst);
 }
+
+namespace {
 
 // Collects the in-flight requests of q held in one tag map; pinned.
 void collect(QueueImpl* q, Tags* tags, std::vector<Request*>* out) {
@@ -53,13 +57,15 @@ void set_deadline(Request* rq) {
   rq->deadline_ns = blk_time_get_ns() + timeout_ms * 1000000ull;
 }
 
-void arm_timer_for(Request* rq) {
-  QueueImpl* q = to_impl(rq->q);
+uint64_t timer_expiry(const Request* rq) {
+  const QueueImpl* q = to_impl(rq->q);
   const uint64_t now = rq->deadline_ns - std::min<uint64_t>(rq->deadline_ns, 1000000ull * (rq->timeout_ms ? rq->timeout_ms : q->tun_.io_timeout_ms.load(std::memory_order_relaxed)));
   uint64_t expiry = std::min(round_up_sec(rq->deadline_ns), now + kMaxTimeoutNs);
   if (rq->deadline_ns - std::min(rq->deadline_ns, now) < kSecNs) expiry = rq->deadline_ns;  // short timeouts fire on time
-  arm_queue_timer(q, expiry);
+  return expiry;
 }
+
+void arm_timer_for(Request* rq) { arm_queue_timer(to_impl(rq->q), timer_expiry(rq)); }
 
 void add_timer(Request* rq) {
   set_deadline(rq);

@@ -104,6 +104,9 @@ BlkStatus queue_rq_slow(NullQueue* nq, Request* rq) {
   if (nq->slow & NullQueue::kSlowThrottle) {
     if (BlkStatus st = throttle(dev, rq); st != BlkStatus::ok) return st;
   }
+  // Once started, a faked timeout may be ended by the timeout handler at any
+  // moment: decide everything about rq before starting it.
+  const bool fake_timeout = cmd->fake_timeout;
   start_request(rq);
   if (nq->slow & NullQueue::kSlowPoll) {
     // Poll requests ignore timeout injection, as null_blk: poll() finds them.
@@ -111,7 +114,7 @@ BlkStatus queue_rq_slow(NullQueue* nq, Request* rq) {
     nq->poll_list.push_back(&rq->queuelist);
     return BlkStatus::ok;
   }
-  if (cmd->fake_timeout) return BlkStatus::ok;
+  if (fake_timeout) return BlkStatus::ok;
   complete_cmd(nq, rq, handle_cmd(dev, rq));
   return BlkStatus::ok;
 }
