@@ -63,6 +63,10 @@ void QueueImpl::stop_hctx_walkers() {
   timeout_timer_.cancel_sync();
   kblockd_flush_work(&timeout_work_);
   requeue_work_.cancel_sync();
+  // The cached expiry must not claim a timer that is no longer armed, or the
+  // next request would trust it and never arm one.
+  std::lock_guard<std::mutex> g(timeout_lock_);
+  timeout_expiry_.store(0, std::memory_order_seq_cst);
 }
 
 void QueueImpl::restart_hctx_walkers() { requeue_work_.mod(kWorkCpuUnbound, 0); }

@@ -95,6 +95,29 @@ TEST(Timeout, ResetTimerKeepsWaiting) {
   ASSERT_TRUE(t.wait_for(1, 5000));
 }
 
+// update_nr_hw_queues stops the timeout timer while it replaces the hctxs;
+// a request started afterwards must still time out, even when the timer
+// was armed, before the update, for about the same moment.
+TEST(Timeout, StillFiresAfterUpdateNrHwQueues) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::never;
+  o.nr_queues = 2;
+  StubDriver d(o);
+  ASSERT_TRUE(d.q().set_attr("queue/io_timeout", "1500"));
+  BioTracker t;
+  Slots s;
+  submit_n(d, t, s, 1, ReqOp::read);  // arms the timer for ~1.5 s
+  for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
+  ASSERT_TRUE(t.wait_for(1));
+  ASSERT_TRUE(d.set().update_nr_hw_queues(1, 0));
+  submit_n(d, t, s, 1, ReqOp::read);  // never completed by the driver
+  const bool timed_out = t.wait_for(2, 6000);
+  for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);  // so teardown drains either way
+  ASSERT_TRUE(timed_out) << "the request never timed out";
+  EXPECT_EQ(s.back()->status, BlkStatus::timeout);
+  EXPECT_EQ(d.timeouts.load(), 1);
+}
+
 TEST(Budget, LimitsRequestsInTheDriver) {
   StubDriver::Options o;
   o.mode = CompleteMode::irq_thread;
