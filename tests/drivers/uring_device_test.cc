@@ -457,7 +457,7 @@ void exiting_submitters(bool direct) {
   std::vector<IoSlot> slots(kThreads * kPerThread);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; t++) {
-    // Each submits its writes, 1 MiB apart so every one allocates, and
+    // Each submits its writes, 256 KiB apart so every one allocates, and
     // exits at once.
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; i++) {
