@@ -220,23 +220,12 @@ int report_cycle_errors(const std::vector<CycleResult>& cycles) {
 
 }  // namespace
 
-int bench_main(int argc, char** argv) {
-  std::string driver = prescan_driver(argc, argv);
-  std::vector<std::string> drivers = blkmq::device_drivers();
-  if (std::find(drivers.begin(), drivers.end(), driver) == drivers.end())
-    return fail("unknown driver '" + driver + "' (available: " + join(drivers) + ")");
-  BenchConfig cfg;
-  ParseOutcome po = parse_bench_args(argc, argv, blkmq::device_params(driver), &cfg, blkmq::device_params);
-  if (!po.proceed) {
-    std::fputs(po.message.c_str(), po.exit_code == 0 ? stdout : stderr);
-    if (!po.message.empty() && po.message.back() != '\n') std::fputc('\n', po.exit_code == 0 ? stdout : stderr);
-    return po.exit_code;
-  }
+blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
   std::vector<std::unique_ptr<blkmq::Device>> devs;
   Queues qs;
   for (unsigned i = 0; i < cfg.ndevices; ++i) {
     auto dev = blkmq::create_device(cfg.driver, cfg.device_params);
-    if (!dev) return fail(dev.status().message());
+    if (!dev) return dev.status();
     devs.push_back(std::move(dev.value()));
     qs.push_back(&devs.back()->queue());
   }
@@ -249,7 +238,7 @@ int bench_main(int argc, char** argv) {
       const unsigned d = i % cfg.ndevices;
       jobs.push_back(std::make_unique<Job>(spec, i, *qs[d], devs[d]->size_bytes()));
       Status st = jobs.back()->prepare();
-      if (!st) return fail(st.message());
+      if (!st) return st;
     }
   }
   AttrCycler cycler(qs, cfg.cycles);
@@ -264,12 +253,33 @@ int bench_main(int argc, char** argv) {
   // destroying the devices) before the jobs' units go away.
   devs.clear();
   jobs.clear();
-  Status st = write_report(cfg, rep);
-  if (!st) return fail(st.message());
+  return rep;
+}
+
+int bench_exit_code(const RunReport& rep) {
   int rc = report_cycle_errors(rep.cycles);
   for (const JobResult& r : rep.jobs)
     if (r.error != 0) rc = 1;
   return rc;
+}
+
+int bench_main(int argc, char** argv) {
+  std::string driver = prescan_driver(argc, argv);
+  std::vector<std::string> drivers = blkmq::device_drivers();
+  if (std::find(drivers.begin(), drivers.end(), driver) == drivers.end())
+    return fail("unknown driver '" + driver + "' (available: " + join(drivers) + ")");
+  BenchConfig cfg;
+  ParseOutcome po = parse_bench_args(argc, argv, blkmq::device_params(driver), &cfg, blkmq::device_params);
+  if (!po.proceed) {
+    std::fputs(po.message.c_str(), po.exit_code == 0 ? stdout : stderr);
+    if (!po.message.empty() && po.message.back() != '\n') std::fputc('\n', po.exit_code == 0 ? stdout : stderr);
+    return po.exit_code;
+  }
+  blkmq::Result<RunReport> rep = run_bench(cfg);
+  if (!rep) return fail(rep.status().message());
+  Status st = write_report(cfg, *rep);
+  if (!st) return fail(st.message());
+  return bench_exit_code(*rep);
 }
 
 }  // namespace bench
