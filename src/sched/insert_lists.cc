@@ -3,7 +3,7 @@
 
 namespace blkmq {
 
-bool SplitInsert::lock_or_park(base::SpinLock& main, ListNode* list, bool at_head, uint64_t now) {
+bool SplitInsert::lock_or_park(base::StatSpinLock& main, ListNode* list, bool at_head, uint64_t now) {
   if (mode_.load(std::memory_order_relaxed) == InsertLists::locked) {
     main.lock();
     return true;

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "base/spinlock.h"
+#include "base/lockstat.h"
 #include "blkmq/elevator.h"
 #include "blkmq/list.h"
 
@@ -33,7 +33,7 @@ class SplitInsert {
   // caller drains, inserts `list` and unlocks. Returns false when split mode
   // parked `list` (each request's fifo_time set to `now`, the time it
   // arrived) because `main` was busy.
-  bool lock_or_park(base::SpinLock& main, ListNode* list, bool at_head, uint64_t now);
+  bool lock_or_park(base::StatSpinLock& main, ListNode* list, bool at_head, uint64_t now);
 
   // With the main lock held: takes every parked request off the lists and
   // calls fn(rq, at_head, arrival_ns) for each, at-head ones first, each
@@ -65,13 +65,15 @@ class SplitInsert {
 
   std::string show() const;
   Status store(std::string_view v);
+  // The light insert lock's contention (queue/iosched/insert_lock_stat).
+  base::StatSpinLock& lock() { return lock_; }
 
  private:
   std::atomic<InsertLists> mode_{InsertLists::split};
   std::atomic<bool> always_defer_{false};
   // On their own cache line, so submitters splicing onto the lists do not
   // bounce the main lock's line.
-  alignas(64) base::SpinLock lock_;
+  alignas(64) base::StatSpinLock lock_;
   ListNode at_head_;
   ListNode at_tail_;
   std::atomic<int64_t> nr_pending_{0};
@@ -88,6 +90,24 @@ ElvAttr insert_lists_attr() {
   // Safe at run time: whatever is parked is moved in by the next holder of
   // the main lock in either mode.
   a.store = [](ElevatorQueue* eq, std::string_view v) { return Of(eq)->store(v); };
+  return a;
+}
+
+// A read-only view of a scheduler lock's contention counters
+// (base::LockStat::format()); storing "0" zeroes them, as writing 0 to the
+// kernel's /proc/lock_stat does, and anything else is refused. `Of` finds
+// the lock in the scheduler instance. The seed-003 tables read these.
+template <base::StatSpinLock* (*Of)(ElevatorQueue*)>
+ElvAttr lock_stat_attr(const char* name) {
+  ElvAttr a;
+  a.name = name;
+  a.show = [](ElevatorQueue* eq) { return Of(eq)->stat().format(); };
+  a.store = [](ElevatorQueue* eq, std::string_view v) {
+    if (v != "0") return Status::invalid(std::string("lock statistics: only 0 (reset) can be written, not '") +
+                                         std::string(v) + "'");
+    Of(eq)->reset();
+    return Status::ok();
+  };
   return a;
 }
 

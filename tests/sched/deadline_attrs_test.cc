@@ -2,6 +2,7 @@
 // refused) and switching the scheduler under I/O.
 #include <random>
 
+#include "base/lockstat.h"
 #include "sched/deadline_test_util.h"
 
 namespace blkmq::test {
@@ -69,6 +70,26 @@ TEST(DeadlineAttrs, ListedOnlyWhileMqDeadlineRuns) {
   ASSERT_TRUE(d.q().set_attr("queue/scheduler", "none"));
   names = d.q().attr_names();
   EXPECT_EQ(std::find(names.begin(), names.end(), "queue/iosched/fifo_batch"), names.end());
+}
+
+// queue/iosched/lock_stat and insert_lock_stat (seed 003's contention
+// numbers): I/O takes the main lock, "0" resets, any other value is refused.
+TEST(DeadlineAttrs, LockStatCountsAndResets) {
+  for (const char* name : {"lock_stat", "insert_lock_stat"}) {
+    StubDriver d(deadline_opts());
+    EXPECT_EQ(get(d.q(), name), "acquired=0 waited=0 wait_ns=0 try_busy=0") << name;
+  }
+  StubDriver d(deadline_opts());
+  char buf[4096];
+  for (int i = 0; i < 8; i++) ASSERT_EQ(d.q().read_sync(buf, static_cast<uint64_t>(i) << 20, sizeof buf), BlkStatus::ok);
+  base::LockStat s;
+  ASSERT_TRUE(base::LockStat::parse(get(d.q(), "lock_stat"), &s)) << get(d.q(), "lock_stat");
+  EXPECT_GE(s.acquired, 8u);  // at least one insert or dispatch per read
+  Status bad = d.q().set_attr("queue/iosched/lock_stat", "1");
+  EXPECT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("only 0"), std::string::npos);
+  ASSERT_TRUE(d.q().set_attr("queue/iosched/lock_stat", "0"));
+  EXPECT_EQ(get(d.q(), "lock_stat"), "acquired=0 waited=0 wait_ns=0 try_busy=0");
 }
 
 // Writers and readers keep going while the scheduler flips between none and

@@ -92,6 +92,7 @@ std::vector<ElvAttr> bfq_attrs() {
       int_attr<kSliceIdle>(),   int_attr<kSliceIdleUs>(), int_attr<kFifoSync>(),    int_attr<kFifoAsync>(),
       int_attr<kBackMax>(),     int_attr<kBackPenalty>(), int_attr<kMaxBudget>(),   int_attr<kTimeoutSync>(),
       int_attr<kStrict>(),      int_attr<kLowLatency>(),  insert_lists_attr<bfq_ins_of>(),
+      lock_stat_attr<bfq_lock_of>("lock_stat"), lock_stat_attr<bfq_ins_lock_of>("insert_lock_stat"),
   };
 }
 

@@ -14,7 +14,7 @@
 #include <unordered_map>
 
 #include "base/clock.h"
-#include "base/spinlock.h"
+#include "base/lockstat.h"
 #include "base/timer.h"
 #include "blkmq/elevator.h"
 #include "blkmq/rbtree.h"
@@ -213,7 +213,7 @@ struct BfqData {
 
   Queue* q;
   ElevatorQueue* eq;
-  base::SpinLock lock;
+  base::StatSpinLock lock;  // queue/iosched/lock_stat
   std::pmr::unsynchronized_pool_resource pool;  // tree nodes; under lock
   std::unordered_map<QKey, BfqQueue*, QKeyHash> queues;
   uint64_t next_uid = 1;
@@ -263,6 +263,8 @@ struct BfqData {
 
 inline BfqData* bfqd_of(ElevatorQueue* eq) { return static_cast<BfqData*>(eq->elevator_data); }
 inline SplitInsert* bfq_ins_of(ElevatorQueue* eq) { return &bfqd_of(eq)->ins; }
+inline base::StatSpinLock* bfq_lock_of(ElevatorQueue* eq) { return &bfqd_of(eq)->lock; }
+inline base::StatSpinLock* bfq_ins_lock_of(ElevatorQueue* eq) { return &bfqd_of(eq)->ins.lock(); }
 inline BfqData* bfqd_of(Queue* q) { return bfqd_of(queue_elevator(q)); }
 inline BfqQueue* rq_bfqq(const Request* rq) { return static_cast<BfqQueue*>(rq->elv_priv[0]); }
 inline RqWhere where_of(const Request* rq) {

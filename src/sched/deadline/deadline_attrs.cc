@@ -87,6 +87,8 @@ std::vector<ElvAttr> deadline_attrs() {
       DD_INT_ATTR("fifo_batch", fifo_batch, int, 0, INT_MAX, 1),
       DD_INT_ATTR("prio_aging_expire", prio_aging_expire_ns, int64_t, 0, INT_MAX, kMs),
       insert_lists_attr<dd_ins_of>(),
+      lock_stat_attr<dd_lock_of>("lock_stat"),
+      lock_stat_attr<dd_ins_lock_of>("insert_lock_stat"),
   };
 }
 

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "base/spinlock.h"
+#include "base/lockstat.h"
 #include "blkmq/elevator.h"
 #include "blkmq/ioctx.h"
 #include "blkmq/rbtree.h"
@@ -54,7 +54,7 @@ struct DeadlineData {
 
   Queue* q;
   ElevatorQueue* eq;
-  base::SpinLock lock;
+  base::StatSpinLock lock;  // queue/iosched/lock_stat
   PerPrio prio[kNrPrio];
   ListNode dispatch;  // at-head inserts, served before anything else
   Dir last_dir = kWrite;
@@ -71,6 +71,8 @@ struct DeadlineData {
 inline DeadlineData* dd_of(ElevatorQueue* eq) { return static_cast<DeadlineData*>(eq->elevator_data); }
 inline DeadlineData* dd_of(Queue* q) { return dd_of(queue_elevator(q)); }
 inline SplitInsert* dd_ins_of(ElevatorQueue* eq) { return &dd_of(eq)->ins; }
+inline base::StatSpinLock* dd_lock_of(ElevatorQueue* eq) { return &dd_of(eq)->lock; }
+inline base::StatSpinLock* dd_ins_lock_of(ElevatorQueue* eq) { return &dd_of(eq)->ins.lock(); }
 
 // The ioprio class of a request or bio, mapped to a level; class none is
 // best effort, as in the kernel.
