@@ -203,9 +203,9 @@ void LoopTarget::wait(unsigned q, int wake_fd) {
 
 }  // namespace
 
-Result<std::unique_ptr<UblkTarget>> make_loop_target(const std::string& filename, unsigned nr_queues,
+Result<std::unique_ptr<UblkTarget>> make_loop_target(const std::string& filename, bool direct, unsigned nr_queues,
                                                      unsigned depth, uint32_t bs, uint64_t* size_bytes) {
-  int fd = open(filename.c_str(), O_RDWR | O_CLOEXEC);
+  int fd = open(filename.c_str(), O_RDWR | O_CLOEXEC | (direct ? O_DIRECT : 0));
   if (fd < 0)
     return Status::error(errno, "ublk loop: cannot open '" + filename + "': " + strerror(errno));
   struct stat st {};

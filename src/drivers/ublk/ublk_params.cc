@@ -18,6 +18,7 @@ constexpr uint64_t kNullDefaultSize = 250ull << 30;
 struct UblkParams {
   std::string target = "null";
   std::string filename;
+  bool direct = false;  // loop: open the file with O_DIRECT
   uint64_t size = 0;  // 0: the target's own (file size, or 250 GiB)
   UblkOptions opts;
 };
@@ -52,6 +53,15 @@ const drvparam::ParamDef<UblkParams> kParams[] = {
        p.filename = std::string(v.value);
        return Status::ok();
      }},
+    {"direct", "0",
+     "1: target=loop opens its file with O_DIRECT (bypasses the page cache, as ublksrv's loop does by default; "
+     "buffers and offsets must then be aligned to the file system's block)",
+     [](UblkParams& p, const ParamValue& v) {
+       unsigned b = 0;
+       Status st = v.to_int(0u, 1u, &b, "0 or 1");
+       if (st) p.direct = b;
+       return st;
+     }},
     {"pin", "0", "1: pin server thread N to CPU N",
      [](UblkParams& p, const ParamValue& v) {
        unsigned b = 0;
@@ -64,13 +74,15 @@ const drvparam::ParamDef<UblkParams> kParams[] = {
 Result<std::unique_ptr<UblkTarget>> make_target(UblkParams& p) {
   if (p.target == "null") {
     if (!p.filename.empty()) return Status::invalid("ublk: parameter 'filename' is for target=loop only");
+    if (p.direct) return Status::invalid("ublk: parameter 'direct' is for target=loop only");
     if (!p.size) p.size = kNullDefaultSize;
     p.opts.size = p.size;
     return make_null_target();
   }
   if (p.filename.empty()) return Status::invalid("ublk: target=loop needs parameter 'filename'");
   uint64_t file_size = 0;
-  auto t = make_loop_target(p.filename, p.opts.nr_hw_queues, p.opts.queue_depth, p.opts.logical_block_size, &file_size);
+  auto t = make_loop_target(p.filename, p.direct, p.opts.nr_hw_queues, p.opts.queue_depth,
+                            p.opts.logical_block_size, &file_size);
   if (!t) return t;
   if (p.size > file_size)
     return Status::invalid("ublk: size " + std::to_string(p.size) + " is larger than " + p.filename +

@@ -17,8 +17,9 @@ std::unique_ptr<UblkTarget> make_null_target();
 // thread owns a ring; reads and writes go out as readv/writev (FUA writes
 // with RWF_DSYNC), flush as fdatasync, discard and write_zeroes as
 // fallocate; a request completes when its CQE arrives. Opens `filename`
-// read-write; *size_bytes gets the file's size rounded down to `bs`.
-Result<std::unique_ptr<UblkTarget>> make_loop_target(const std::string& filename, unsigned nr_queues,
+// read-write, with O_DIRECT when `direct`; *size_bytes gets the file's size
+// rounded down to `bs`.
+Result<std::unique_ptr<UblkTarget>> make_loop_target(const std::string& filename, bool direct, unsigned nr_queues,
                                                      unsigned depth, uint32_t bs, uint64_t* size_bytes);
 
 }  // namespace blkmq::ublkd
