@@ -186,6 +186,35 @@ TEST(Options, ErrorNamesTheOption) {
   EXPECT_NE(po.message.find("bs"), std::string::npos) << po.message;
 }
 
+TEST(Options, UnknownOptionFailsWithItsName) {
+  BenchConfig cfg;
+  ParseOutcome po = parse({"--name=x", "--no_such_option=3"}, &cfg);
+  EXPECT_FALSE(po.proceed);
+  EXPECT_EQ(po.exit_code, 1);
+  EXPECT_NE(po.message.find("--no_such_option"), std::string::npos) << po.message;
+}
+
+// fio options with no meaning here are accepted, each reported once; where
+// the driver has the parameter (filename, direct) it is set instead, and
+// buffered=B sets direct=!B.
+TEST(Options, IgnoredFioOptionsAreAcceptedAndListedOnce) {
+  BenchConfig cfg;
+  ParseOutcome po = parse({"--invalidate=1", "--fixedbufs=1", "--name=x", "--invalidate=1", "--filename=/dev/nvme0n1",
+                           "--buffered=0", "--registerfiles"},
+                          &cfg);
+  ASSERT_TRUE(po.proceed) << po.message;
+  EXPECT_EQ(cfg.ignored_options,
+            (std::vector<std::string>{"invalidate", "fixedbufs", "filename", "buffered", "registerfiles"}));
+  EXPECT_TRUE(cfg.device_params.empty());
+  BenchConfig ucfg;
+  std::vector<blkmq::ParamInfo> uring = {{"filename", "", "file"}, {"direct", "0", "O_DIRECT"}};
+  po = parse({"--driver=uring", "--filename=/tmp/f", "--buffered=0", "--invalidate=1", "--name=x"}, &ucfg, uring);
+  ASSERT_TRUE(po.proceed) << po.message;
+  EXPECT_EQ(ucfg.device_params.at("filename"), "/tmp/f");
+  EXPECT_EQ(ucfg.device_params.at("direct"), "1");
+  EXPECT_EQ(ucfg.ignored_options, (std::vector<std::string>{"invalidate"}));
+}
+
 TEST(Options, Help) {
   BenchConfig cfg;
   std::vector<blkmq::ParamInfo> params = {{"irqmode", "1", "0 none, 1 softirq, 2 timer"}};

@@ -1,5 +1,6 @@
 #include "bench/bench.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -32,9 +34,9 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-std::string join(const std::vector<std::string>& v) {
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  for (const std::string& x : v) s += (s.empty() ? "" : sep) + x;
   return s;
 }
 
@@ -218,9 +220,36 @@ int report_cycle_errors(const std::vector<CycleResult>& cycles) {
   return rc;
 }
 
+// As fio lays out a missing job file: a driver's `filename` that does not
+// exist is created at the jobs' extent (the largest offset + size), with its
+// blocks allocated, before the device opens it. Without a job --size the
+// driver's own rules apply (uring creates it at its `size` parameter).
+Status lay_out_missing_file(const BenchConfig& cfg) {
+  auto it = cfg.device_params.find("filename");
+  if (it == cfg.device_params.end() || it->second.empty() || access(it->second.c_str(), F_OK) == 0)
+    return Status::ok();
+  uint64_t extent = 0;
+  for (const JobSpec& j : cfg.jobs)
+    if (j.size) extent = std::max(extent, j.offset + j.size + (j.numjobs - 1) * j.offset_increment);
+  if (extent == 0) return Status::ok();
+  const std::string& path = it->second;
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::error(errno, "cannot create " + path + ": " + std::strerror(errno));
+  std::fprintf(stderr, "blkmq bench: laying out IO file %s (%" PRIu64 " MiB)\n", path.c_str(), extent >> 20);
+  const int err = posix_fallocate(fd, 0, static_cast<off_t>(extent));
+  close(fd);
+  if (err != 0) {
+    unlink(path.c_str());
+    return Status::error(err, "cannot allocate " + std::to_string(extent) + " bytes for " + path + ": " +
+                                  std::strerror(err));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
+  if (Status st = lay_out_missing_file(cfg); !st) return st;
   std::vector<std::unique_ptr<blkmq::Device>> devs;
   Queues qs;
   for (unsigned i = 0; i < cfg.ndevices; ++i) {
@@ -249,6 +278,11 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
   RunReport rep = make_report(cfg, *devs.front(), qs, jobs, before, after);
   rep.groups = std::move(spans);
   rep.cycles = cycler.stop();
+  for (const blkmq::Queue* q : qs) {
+    std::map<std::string, std::string>& m = rep.attrs.emplace_back();
+    for (const std::string& path : cfg.sample_attrs)
+      if (blkmq::Result<std::string> v = q->attr(path)) m[path] = std::move(*v);
+  }
   // Completion threads may still be returning from end_io: stop them (by
   // destroying the devices) before the jobs' units go away.
   devs.clear();
@@ -275,6 +309,9 @@ int bench_main(int argc, char** argv) {
     if (!po.message.empty() && po.message.back() != '\n') std::fputc('\n', po.exit_code == 0 ? stdout : stderr);
     return po.exit_code;
   }
+  if (!cfg.ignored_options.empty())
+    std::fprintf(stderr, "blkmq bench: ignored fio options (no meaning for driver %s): --%s\n", cfg.driver.c_str(),
+                 join(cfg.ignored_options, ", --").c_str());
   blkmq::Result<RunReport> rep = run_bench(cfg);
   if (!rep) return fail(rep.status().message());
   Status st = write_report(cfg, *rep);

@@ -280,6 +280,28 @@ bool is_device_option(const BenchConfig& cfg, std::string_view key) {
   return find_driver_param(cfg, key) != nullptr;
 }
 
+const char* const kIgnoredFioOptions[] = {"invalidate", "fixedbufs", "registerfiles", "nonvectored", "buffered",
+                                          "direct", "filename", "allow_mounted_write", "create_on_open", nullptr};
+
+namespace {
+
+bool is_ignored_fio_option(std::string_view key) {
+  for (const char* const* k = kIgnoredFioOptions; *k; ++k)
+    if (key == *k) return true;
+  return false;
+}
+
+// fio's buffered=B is direct=!B, for a driver that has `direct`.
+bool forward_buffered(BenchConfig& cfg, std::string_view key, std::string_view value, Status* st) {
+  if (key != "buffered" || find_driver_param(cfg, "direct") == nullptr) return false;
+  bool b = false;
+  *st = set_bool("buffered", value, &b);
+  if (*st) cfg.device_params["direct"] = b ? "0" : "1";
+  return true;
+}
+
+}  // namespace
+
 Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::string_view value) {
   if (const OptionDef* d = find_option(key)) {
     Status st = d->apply(cfg, job, value);
@@ -288,6 +310,16 @@ Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::s
   }
   if (const blkmq::ParamInfo* p = find_driver_param(cfg, key)) {
     cfg.device_params[p->name] = std::string(value);
+    job.given.emplace_back(std::string(key), std::string(value));
+    return Status::ok();
+  }
+  if (Status st; forward_buffered(cfg, key, value, &st)) {
+    if (st) job.given.emplace_back(std::string(key), std::string(value));
+    return st;
+  }
+  if (is_ignored_fio_option(key)) {
+    std::vector<std::string>& ig = cfg.ignored_options;
+    if (std::find(ig.begin(), ig.end(), key) == ig.end()) ig.emplace_back(key);
     job.given.emplace_back(std::string(key), std::string(value));
     return Status::ok();
   }
@@ -437,6 +469,14 @@ void register_options(CLI::App& app, CliKeys& k, const std::string& driver,
             ->group("Driver " + driver)
             ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     k.key[o] = key;
+  }
+  for (const char* const* name = kIgnoredFioOptions; *name; ++name) {
+    if (app.get_option_no_throw(std::string("--") + *name) != nullptr) continue;  // a driver parameter
+    CLI::Option* o = app.add_flag(std::string("--") + *name + "{1}", *new_sink(k),
+                                  "fio option accepted and ignored (no meaning for this driver)")
+                         ->group("fio compatibility (ignored)")
+                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    k.key[o] = *name;
   }
 }
 

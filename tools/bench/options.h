@@ -88,6 +88,13 @@ struct BenchConfig {
   OutputFormat output_format = OutputFormat::normal;
   std::string output_file;           // empty: stdout
   bool group_reporting = false;
+  // Queue attributes read from every device when the run ends, before the
+  // devices go away (RunReport::attrs). Set by callers such as `blkmq
+  // reproduce`, not by an option.
+  std::vector<std::string> sample_attrs;
+  // fio options accepted but meaningless here (kIgnoredFioOptions), each
+  // once, in the order first given; bench_main reports them on stderr.
+  std::vector<std::string> ignored_options;
   std::vector<JobSpec> jobs;
 };
 
@@ -114,9 +121,17 @@ const OptionDef* find_option(std::string_view key);
 // True for device options and for the driver parameters cfg knows.
 bool is_device_option(const BenchConfig& cfg, std::string_view key);
 
+// fio options that mean nothing for an in-process device (page cache,
+// registered buffers and files, file handling), accepted so that fio command
+// lines run unchanged. `filename`, `direct` and `buffered` are on the list
+// for drivers without a file: where the driver has a `filename` or `direct`
+// parameter they set it (buffered=B as direct=!B).
+extern const char* const kIgnoredFioOptions[];
+
 // Applies one option: a bench option from option_defs(), or a driver
-// parameter listed in cfg.driver_param_info (stored in cfg.device_params).
-// Unknown keys and bad values give an error naming them; nothing changes then.
+// parameter listed in cfg.driver_param_info (stored in cfg.device_params),
+// or an ignored fio option (recorded in cfg.ignored_options). Unknown keys
+// and bad values give an error naming them; nothing changes then.
 Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::string_view value);
 
 // Cross-option checks and derived values (sync engines force iodepth 1,

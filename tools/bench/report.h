@@ -43,6 +43,9 @@ struct RunReport {
   ThreadUsageMap threads;         // delta over the run
   std::vector<CycleResult> cycles;  // --cycle switches, one per attribute
   std::vector<GroupSpan> groups;  // in run order
+  // BenchConfig::sample_attrs as read at the end of the run, one map per
+  // device (path -> value; a path the device lacks is left out).
+  std::vector<std::map<std::string, std::string>> attrs;
 };
 
 // Per-group deltas of blkmq::thread_usage() snapshots. nr_threads is the
