@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bench/bench.h"
+#include "reproduce/reproduce.h"
 
 namespace {
 
@@ -15,6 +16,8 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"bench", "load generator with fio's options and output (blkmq bench --help)", bench::bench_main},
+    {"reproduce", "the four seed experiments side by side with the seeds' numbers (blkmq reproduce --help)",
+     repro::reproduce_main},
 };
 
 int usage(FILE* out) {

@@ -1,0 +1,192 @@
+// blkmq reproduce: the table builder (medians, ratios, the seed's numbers,
+// the notes), the interleaving of before and after runs (with a fake runner,
+// and one tiny real run), every seed's command line parsing as blkmq bench
+// parses it, and the chart data.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/options.h"
+#include "blkmq/device.h"
+#include "reproduce/chart.h"
+#include "reproduce/experiment.h"
+#include "reproduce/interleave.h"
+#include "reproduce/table.h"
+
+namespace repro {
+namespace {
+
+Sample iops(double v) { return {{key::kIops, v}, {key::kCtxPerIo, 0.5}, {key::kCpuUsPerIo, 2.0}}; }
+
+TEST(ReproduceTable, MedianMinMaxOverRounds) {
+  const Stat3 odd = summarize({iops(3), iops(1), iops(2)}, key::kIops);
+  EXPECT_EQ(odd.n, 3u);
+  EXPECT_EQ(odd.median, 2);
+  EXPECT_EQ(odd.min, 1);
+  EXPECT_EQ(odd.max, 3);
+  EXPECT_EQ(summarize({iops(1), iops(4)}, key::kIops).median, 2.5);
+  EXPECT_EQ(summarize({iops(1)}, key::kLatUs).n, 0u);  // a metric no run gave
+}
+
+Experiment toy(std::vector<SeedValue> seed) {
+  Experiment e;
+  e.id = "999";
+  e.title = "toy";
+  e.attr = "queue/task_completion";
+  e.before = "softirq";
+  e.after = "local";
+  e.common = {"--driver=null", "--name=t", "--rw=randread"};
+  e.rows = {{"row one", {"--iodepth=4"}, {key::kIops}, std::move(seed), "because of the toy"}};
+  return e;
+}
+
+TEST(ReproduceTable, RatiosBesideTheSeedsAndCostColumnsAlwaysThere) {
+  const Experiment e = toy({{key::kIops, 100, 200}});
+  RowResult r;
+  r.before = {iops(10), iops(12), iops(11)};
+  r.after = {iops(33), iops(30), iops(36)};
+  const RowSummary s = summarize_row(e.rows[0], r);
+  ASSERT_EQ(s.lines.size(), 3u);  // IOPS, then ctx/IO and CPU µs/IO appended
+  EXPECT_EQ(s.lines[0].key, key::kIops);
+  EXPECT_DOUBLE_EQ(s.lines[0].ratio, 3.0);
+  EXPECT_TRUE(s.lines[0].has_seed);
+  EXPECT_DOUBLE_EQ(s.lines[0].seed_ratio, 2.0);
+  EXPECT_EQ(s.lines[1].key, key::kCtxPerIo);
+  EXPECT_EQ(s.lines[2].key, key::kCpuUsPerIo);
+  EXPECT_TRUE(s.note.empty()) << s.note;  // same direction as the seed
+  const std::string text = format_text(ExperimentResult{e, {r}}, {s}, 3);
+  EXPECT_NE(text.find("33 [30-36]"), std::string::npos) << text;
+  EXPECT_NE(text.find("3.00"), std::string::npos);
+  EXPECT_NE(text.find("2.00"), std::string::npos);
+  const std::string md = format_markdown(ExperimentResult{e, {r}}, {s}, 3, "seed999.png");
+  EXPECT_NE(md.find("| row one | IOPS | 11 [10-12] | 33 [30-36] | 3.00 | 100 | 200 | 2.00 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("](seed999.png)"), std::string::npos);
+}
+
+TEST(ReproduceTable, OppositeDirectionIsNotedWithTheReason) {
+  const Experiment e = toy({{key::kIops, 100, 200}});
+  RowResult r;
+  r.before = {iops(10), iops(10), iops(10)};
+  r.after = {iops(5), iops(5), iops(5)};
+  const RowSummary s = summarize_row(e.rows[0], r);
+  EXPECT_NE(s.note.find("goes the other way"), std::string::npos) << s.note;
+  EXPECT_NE(s.note.find("because of the toy"), std::string::npos);
+  r.after = {iops(10.1), iops(10.2), iops(9.9)};
+  EXPECT_NE(summarize_row(e.rows[0], r).note.find("shows no effect"), std::string::npos);
+}
+
+TEST(ReproduceTable, FailedRowIsShown) {
+  const Experiment e = toy({});
+  RowResult r;
+  r.error = "queue/task_completion=softirq: no such device";
+  const std::vector<RowSummary> s = summarize(ExperimentResult{e, {r}});
+  EXPECT_NE(format_text(ExperimentResult{e, {r}}, s, 3).find("FAILED: queue/task_completion=softirq"),
+            std::string::npos);
+}
+
+TEST(ReproduceInterleave, BeforeAndAfterAlternateAndAFailureEndsOnlyItsRow) {
+  Experiment e = toy({});
+  e.rows.push_back(e.rows[0]);
+  e.rows[1].label = "row two";
+  std::vector<std::string> seen;
+  int calls = 0;
+  RunFn fake = [&](const std::vector<std::string>& args) -> blkmq::Result<Sample> {
+    seen.push_back(args[args.size() - 3]);  // --attr's value comes before --runtime and --time_based
+    EXPECT_EQ(args.front(), "bench");
+    EXPECT_EQ(args.back(), "--time_based");
+    EXPECT_EQ(args[args.size() - 2], "--runtime=250ms");
+    if (++calls == 5) return blkmq::Status::invalid("boom");  // row two, its first run
+    return iops(calls);
+  };
+  const ExperimentResult r = run_experiment(e, 2, 0.25, fake, nullptr);
+  const std::vector<std::string> want = {"queue/task_completion=softirq", "queue/task_completion=local",
+                                         "queue/task_completion=softirq", "queue/task_completion=local",
+                                         "queue/task_completion=softirq"};
+  EXPECT_EQ(seen, want);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].before.size(), 2u);
+  EXPECT_EQ(r.rows[0].after.size(), 2u);
+  EXPECT_EQ(r.rows[0].before[1].at(key::kIops), 3);
+  EXPECT_EQ(r.rows[0].after[1].at(key::kIops), 4);
+  EXPECT_TRUE(r.rows[0].error.empty());
+  EXPECT_NE(r.rows[1].error.find("boom"), std::string::npos);
+  EXPECT_TRUE(r.rows[1].before.empty());
+}
+
+// A tiny real run through blkmq bench: numbers come back for both values.
+TEST(ReproduceInterleave, TinyRealRunOnNull) {
+  Experiment e = toy({});
+  e.common = {"--driver=null", "--irqmode=1", "--submit_queues=1", "--name=t", "--rw=randread"};
+  const ExperimentResult r = run_experiment(e, 2, 0.1, bench_runner(2), nullptr);
+  ASSERT_TRUE(r.rows[0].error.empty()) << r.rows[0].error;
+  ASSERT_EQ(r.rows[0].before.size(), 2u);
+  ASSERT_EQ(r.rows[0].after.size(), 2u);
+  for (const std::vector<Sample>* v : {&r.rows[0].before, &r.rows[0].after})
+    for (const Sample& s : *v) {
+      EXPECT_GT(s.at(key::kIops), 0);
+      EXPECT_GT(s.at(key::kCpuUsPerIo), 0);
+      EXPECT_TRUE(s.count(key::kCtxPerIo));
+      EXPECT_TRUE(s.count(key::kLatUs));
+      EXPECT_FALSE(s.count(key::kLockPct));  // no scheduler, no scheduler lock
+    }
+}
+
+// Every row of every seed parses as blkmq bench parses it, verbatim fio
+// options included (the ignored ones reported, nothing unknown).
+TEST(ReproduceSeeds, EveryCommandLineParses) {
+  Scale sc;
+  sc.scratch_dir = testing::TempDir();
+  const std::vector<Experiment> all = seed_experiments(sc);
+  ASSERT_EQ(all.size(), 4u);
+  for (const Experiment& e : all) {
+    for (const RowDef& row : e.rows) {
+      for (const std::string& v : {e.before, e.after}) {
+        const std::vector<std::string> args = run_args(e, row, v, 1);
+        std::vector<const char*> argv;
+        for (const std::string& a : args) argv.push_back(a.c_str());
+        const std::string driver = bench::prescan_driver(static_cast<int>(argv.size()), argv.data());
+        bench::BenchConfig cfg;
+        const bench::ParseOutcome po = bench::parse_bench_args(
+            static_cast<int>(argv.size()), argv.data(), blkmq::device_params(driver), &cfg, blkmq::device_params);
+        ASSERT_TRUE(po.proceed) << e.id << " " << row.label << ": " << po.message;
+        EXPECT_EQ(cfg.device_params.at("attr:" + e.attr), v);
+        ASSERT_FALSE(cfg.jobs.empty());
+        EXPECT_EQ(cfg.jobs.back().runtime_ns, 1'000'000'000u) << "--runtime must override the seed's own";
+        if (e.id == "003" && row.args.size() > 20) {
+          EXPECT_EQ(cfg.jobs.back().numjobs, 32u);
+          EXPECT_EQ(cfg.jobs.back().bs, 512u);
+          EXPECT_EQ(cfg.ignored_options,
+                    (std::vector<std::string>{"invalidate", "buffered", "fixedbufs", "filename"}));
+        }
+      }
+    }
+  }
+}
+
+TEST(ReproduceChart, SeededMetricsOrThePrimaryOne) {
+  RowSummary seeded;
+  seeded.label = "null: the seed's line";
+  MetricLine a;
+  a.key = key::kIops;
+  a.ratio = 1.5;
+  a.has_seed = true;
+  a.seed_ratio = 2;
+  MetricLine b;
+  b.key = key::kCtxPerIo;
+  b.ratio = 0.5;
+  seeded.lines = {a, b};
+  RowSummary plain;
+  plain.label = "other";
+  MetricLine c;
+  c.key = key::kIops;
+  c.ratio = 0.9;
+  plain.lines = {c, b};
+  const std::string d = chart_data({seeded, plain});
+  EXPECT_NE(d.find("\"null / IOPS\" 1 1.5000 1 2.0000\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("\"other / IOPS\" 1 0.9000 ? ?\n"), std::string::npos) << d;
+  EXPECT_EQ(d.find("ctx/IO"), std::string::npos) << d;
+}
+
+}  // namespace
+}  // namespace repro
