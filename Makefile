@@ -1,9 +1,9 @@
-# make run   set-up, build, and the main job (a short benchmark on the null device)
+# make run   set-up, build, and the main job: blkmq reproduce --quick, the four seed experiments
 # make test  set-up, build, and every test: release, then ASan+UBSan and TSan
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 PKGS := build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev \
-        libbenchmark-dev liburing-dev libcli11-dev nlohmann-json3-dev fio valgrind
+        libbenchmark-dev liburing-dev libcli11-dev nlohmann-json3-dev fio valgrind gnuplot-nox
 BLKMQ := build/release/tools/blkmq
 
 .PHONY: deps build run test test-release test-asan test-tsan clean
@@ -22,9 +22,9 @@ build/release/build.ninja:
 build: deps build/release/build.ninja
 	cmake --build build/release -j $(JOBS)
 
+# The tables go to stdout, progress to stderr; the last line names REPORT.md.
 run: build
-	$(BLKMQ) bench --name=null-randread --driver=null --irqmode=0 --rw=randread --bs=4k \
-	  --iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete=8 --runtime=3
+	$(BLKMQ) reproduce --quick
 
 test-release: build
 	ctest --test-dir build/release --output-on-failure -j $(JOBS)

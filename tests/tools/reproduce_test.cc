@@ -10,6 +10,7 @@
 #include "bench/options.h"
 #include "blkmq/device.h"
 #include "reproduce/chart.h"
+#include "reproduce/compare.h"
 #include "reproduce/experiment.h"
 #include "reproduce/interleave.h"
 #include "reproduce/table.h"
@@ -162,6 +163,33 @@ TEST(ReproduceSeeds, EveryCommandLineParses) {
       }
     }
   }
+}
+
+// bench --compare PATH=A,B: both values run, interleaved, in one table; a
+// bad spec is refused with the option's name.
+TEST(ReproduceCompare, BenchCompareRunsBothValues) {
+  std::vector<std::string> args = {"bench", "--driver=null", "--irqmode=1", "--name=c", "--rw=randread",
+                                   "--runtime=100ms", "--time_based", "--compare",
+                                   "queue/rq_affinity=1,2", "--repeat=2"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  ASSERT_TRUE(wants_compare(static_cast<int>(argv.size()), argv.data()));
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const int rc = compare_main(static_cast<int>(argv.size()), argv.data());
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 0) << out << err;
+  EXPECT_NE(out.find("before=1, after=2; 2 rounds"), std::string::npos) << out;
+  EXPECT_NE(out.find("IOPS"), std::string::npos) << out;
+  EXPECT_EQ(out.find("seed before"), std::string::npos) << out;
+  EXPECT_NE(err.find("round 2/2 queue/rq_affinity=2"), std::string::npos) << err;
+  std::vector<std::string> bad = {"bench", "--name=c", "--compare=queue/rq_affinity=1"};
+  std::vector<char*> bargv;
+  for (std::string& a : bad) bargv.push_back(a.data());
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(compare_main(static_cast<int>(bargv.size()), bargv.data()), 1);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("--compare"), std::string::npos);
 }
 
 TEST(ReproduceChart, SeededMetricsOrThePrimaryOne) {

@@ -23,6 +23,7 @@
 #include "bench/job.h"
 #include "bench/options.h"
 #include "bench/report.h"
+#include "reproduce/compare.h"
 
 namespace bench {
 namespace {
@@ -45,10 +46,11 @@ using Queues = std::vector<blkmq::Queue*>;
 
 struct Snapshot {
   ThreadUsageMap threads;
+  CpuUsage process;
   std::vector<blkmq::DiskStat> disks;  // one per device
   Clock::time_point at;
   static Snapshot take(const Queues& qs) {
-    Snapshot s{blkmq::thread_usage(), {}, {}};
+    Snapshot s{blkmq::thread_usage(), CpuUsage::process_now(), {}, {}};
     for (const blkmq::Queue* q : qs) s.disks.push_back(q->disk_stat());
     s.at = Clock::now();
     return s;
@@ -184,6 +186,7 @@ RunReport make_report(const BenchConfig& cfg, const blkmq::Device& dev, const Qu
   for (size_t i = 0; i < qs.size(); ++i)
     rep.disks.push_back({qs[i]->name(), disk_stat_delta(before.disks[i], after.disks[i])});
   rep.threads = thread_usage_delta(before.threads, after.threads);
+  rep.process = after.process - before.process;
   return rep;
 }
 
@@ -298,6 +301,7 @@ int bench_exit_code(const RunReport& rep) {
 }
 
 int bench_main(int argc, char** argv) {
+  if (repro::wants_compare(argc, argv)) return repro::compare_main(argc, argv);
   std::string driver = prescan_driver(argc, argv);
   std::vector<std::string> drivers = blkmq::device_drivers();
   if (std::find(drivers.begin(), drivers.end(), driver) == drivers.end())

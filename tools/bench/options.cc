@@ -516,7 +516,9 @@ ParseOutcome parse_bench_args(int argc, const char* const* argv,
                "blkmq bench");
   app.footer("Without a job file, options before the first --name apply to every job and each --name starts a\n"
              "job. With a job file, options before it are defaults under its [global], options after it\n"
-             "override every job. stonewall starts a new group, run after the previous one.");
+             "override every job. stonewall starts a new group, run after the previous one.\n"
+             "--compare PATH=A,B [--repeat N] runs the whole job with queue attribute PATH at A and at B,\n"
+             "interleaved N times (default 3), and prints both side by side with medians and the ratio.");
   app.get_formatter()->column_width(40);
   CliKeys keys;
   register_options(app, keys, c.driver, driver_params);

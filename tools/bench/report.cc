@@ -347,7 +347,8 @@ json blkmq_json(const RunReport& r) {
     threads[group] = {{"cpu_ns", u.cpu_ns}, {"nr_threads", u.nr_threads}, {"nvcsw", u.nvcsw}, {"nivcsw", u.nivcsw}};
   json devices = json::array();
   for (const DiskReport& d : r.disks) devices.push_back(d.name);
-  json out = {{"driver", r.driver}, {"devices", devices}, {"run_ns", r.run_ns}, {"threads", threads}};
+  json out = {{"driver", r.driver}, {"devices", devices}, {"run_ns", r.run_ns}, {"threads", threads},
+              {"process", {{"usr_ns", r.process.usr_ns}, {"sys_ns", r.process.sys_ns}, {"ctx", r.process.ctx}}}};
   json groups = json::array();
   for (const GroupSpan& g : r.groups)
     groups.push_back({{"groupid", g.groupid}, {"start_ns", g.start_ns}, {"end_ns", g.end_ns}});

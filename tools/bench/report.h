@@ -41,6 +41,7 @@ struct RunReport {
   std::string driver;
   std::vector<DiskReport> disks;  // one per device, deltas over the run
   ThreadUsageMap threads;         // delta over the run
+  CpuUsage process;               // the whole process's CPU and context switches over the run
   std::vector<CycleResult> cycles;  // --cycle switches, one per attribute
   std::vector<GroupSpan> groups;  // in run order
   // BenchConfig::sample_attrs as read at the end of the run, one map per

@@ -89,9 +89,11 @@ uint64_t tv_ns(const timeval& tv) {
 uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 }  // namespace
 
-CpuUsage CpuUsage::thread_now() {
+namespace {
+
+CpuUsage usage_now(int who) {
   rusage ru{};
-  getrusage(RUSAGE_THREAD, &ru);
+  getrusage(who, &ru);
   CpuUsage c;
   c.usr_ns = tv_ns(ru.ru_utime);
   c.sys_ns = tv_ns(ru.ru_stime);
@@ -100,6 +102,11 @@ CpuUsage CpuUsage::thread_now() {
   c.minf = static_cast<uint64_t>(ru.ru_minflt);
   return c;
 }
+
+}  // namespace
+
+CpuUsage CpuUsage::thread_now() { return usage_now(RUSAGE_THREAD); }
+CpuUsage CpuUsage::process_now() { return usage_now(RUSAGE_SELF); }
 
 CpuUsage CpuUsage::operator-(const CpuUsage& o) const {
   return {sub0(usr_ns, o.usr_ns), sub0(sys_ns, o.sys_ns), sub0(ctx, o.ctx), sub0(majf, o.majf),

@@ -90,6 +90,9 @@ struct CpuUsage {
   uint64_t minf = 0;
 
   static CpuUsage thread_now();
+  // The whole process (every thread, living and exited, io_uring's io-wq
+  // workers included).
+  static CpuUsage process_now();
   CpuUsage operator-(const CpuUsage& o) const;
   CpuUsage& operator+=(const CpuUsage& o);
 };

@@ -51,8 +51,8 @@ struct Scale {
 std::vector<Experiment> seed_experiments(const Scale& s);
 
 // The bench arguments of one run: "bench", the experiment's common
-// arguments, the row's, the attribute at `value`, and --runtime and
-// --time_based last, so they override a seed's own runtime.
+// arguments, the row's, the attribute at `value`, and (when runtime_s > 0)
+// --runtime and --time_based last, so they override a seed's own runtime.
 std::vector<std::string> run_args(const Experiment& e, const RowDef& row, const std::string& value,
                                   double runtime_s);
 

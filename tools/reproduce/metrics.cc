@@ -76,11 +76,15 @@ Sample sample_from_report(const bench::RunReport& rep, unsigned ncpus) {
     s[key::kUsrPct] = 100.0 * t.job_usr_ns / t.job_runtime_ns;
     s[key::kSysPct] = 100.0 * t.job_sys_ns / t.job_runtime_ns;
   }
-  const double cpu_ns = t.job_usr_ns + t.job_sys_ns + t.thr_cpu_ns;
+  // The process's own account covers every thread, io_uring's io-wq workers
+  // too; the per-thread sum is the fallback for a report without it.
+  const double proc_ns = static_cast<double>(rep.process.usr_ns + rep.process.sys_ns);
+  const double cpu_ns = proc_ns > 0 ? proc_ns : t.job_usr_ns + t.job_sys_ns + t.thr_cpu_ns;
+  const double ctx = rep.process.ctx > 0 ? static_cast<double>(rep.process.ctx) : t.job_ctx + t.thr_ctx;
   s[key::kCpuPct] = 100.0 * cpu_ns / static_cast<double>(rep.run_ns) / (ncpus ? ncpus : 1);
   if (t.ios > 0) {
     s[key::kCpuUsPerIo] = cpu_ns / t.ios / 1000.0;
-    s[key::kCtxPerIo] = (t.job_ctx + t.thr_ctx) / t.ios;
+    s[key::kCtxPerIo] = ctx / t.ios;
   }
   if (t.lat.n > 0) {
     s[key::kSlatUs] = t.slat.mean() / 1000.0;
@@ -105,7 +109,7 @@ MetricInfo metric_info(const std::string& k) {
       {key::kCpuUsPerIo, "CPU µs/IO", false, 2},
       {key::kCtxPerIo, "ctx/IO", false, 3},
       {key::kWriteMergePct, "write bios merged %", false, 1},
-      {key::kLockPct, "lock contention %", false, 1},
+      {key::kLockPct, "lock contention %", false, 2},
       {key::kLockWaitNsPerIo, "lock wait ns/IO", false, 1},
   };
   for (const MetricInfo& m : kInfo)

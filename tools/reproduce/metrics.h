@@ -12,9 +12,9 @@ namespace repro {
 
 // Metric keys, as used in experiments, results.json and the tables.
 // Job-thread CPU (usr_pct, sys_pct) is fio's "cpu" line: percent of the
-// jobs' run time. cpu_pct and cpu_us_per_io also count blkmq's own threads
-// (kblockd, ksoftirqd, driver threads); ctx_per_io counts the context
-// switches of both. Latencies are means in µs; lock_* read the scheduler's
+// jobs' run time. cpu_pct, cpu_us_per_io and ctx_per_io count the whole
+// process: the jobs, blkmq's own threads (kblockd, ksoftirqd, driver
+// threads) and io_uring's io-wq workers. Latencies are means in µs; lock_* read the scheduler's
 // queue/iosched/lock_stat (absent without a scheduler lock).
 namespace key {
 inline constexpr const char* kIops = "iops";

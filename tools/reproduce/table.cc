@@ -114,12 +114,16 @@ std::string format_machine(const Machine& m) {
 
 std::string format_text(const ExperimentResult& r, const std::vector<RowSummary>& rows, unsigned rounds) {
   const Experiment& e = r.exp;
-  std::string out = "\n== seed " + e.id + ": " + e.title + "\n";
+  std::string out = "\n== " + (e.id == "compare" ? std::string() : "seed " + e.id + ": ") + e.title + "\n";
   out += "   " + e.attr + ": before=" + e.before + ", after=" + e.after + "; " + std::to_string(rounds) +
          " rounds, interleaved; median [min-max]\n\n";
-  auto line = [](const std::string& a, const std::string& b, const std::string& c, const std::string& d,
-                 const std::string& e2, const std::string& f, const std::string& g) {
-    return "  " + pad(a, 22) + pad(b, 28) + pad(c, 28) + pad(d, 7) + pad(e2, 12) + pad(f, 12) + g + "\n";
+  bool seeded = false;  // without any seed numbers (--compare) the seed columns go
+  for (const RowSummary& row : rows)
+    for (const MetricLine& l : row.lines) seeded |= l.has_seed;
+  auto line = [seeded](const std::string& a, const std::string& b, const std::string& c, const std::string& d,
+                       const std::string& e2, const std::string& f, const std::string& g) {
+    const std::string head = "  " + pad(a, 22) + pad(b, 28) + pad(c, 28);
+    return seeded ? head + pad(d, 7) + pad(e2, 12) + pad(f, 12) + g + "\n" : head + d + "\n";
   };
   out += line("metric", "before", "after", "ratio", "seed before", "seed after", "seed ratio");
   for (const RowSummary& row : rows) {
@@ -132,11 +136,11 @@ std::string format_text(const ExperimentResult& r, const std::vector<RowSummary>
                   l.has_seed ? format_value(l.key, l.seed_after) : "-", l.has_seed ? fmt_ratio(l.seed_ratio) : "-");
     }
   }
-  out += "\n  notes:\n";
-  for (const std::string& n : e.notes) out += "  - " + n + "\n";
+  std::string notes;
+  for (const std::string& n : e.notes) notes += "  - " + n + "\n";
   for (const RowSummary& row : rows)
-    if (!row.note.empty()) out += "  - " + row.label + ": " + row.note + "\n";
-  return out;
+    if (!row.note.empty()) notes += "  - " + row.label + ": " + row.note + "\n";
+  return notes.empty() ? out : out + "\n  notes:\n" + notes;
 }
 
 std::string format_markdown(const ExperimentResult& r, const std::vector<RowSummary>& rows, unsigned rounds,

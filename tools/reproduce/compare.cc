@@ -1,0 +1,81 @@
+#include "reproduce/compare.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/options.h"
+#include "reproduce/interleave.h"
+#include "reproduce/table.h"
+
+namespace repro {
+namespace {
+
+// Takes `--NAME=V` or `--NAME V` out of args; returns false if absent.
+bool take_option(std::vector<std::string>& args, const std::string& name, std::string* value) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i].rfind(name + "=", 0) == 0) {
+      *value = args[i].substr(name.size() + 1);
+      args.erase(args.begin() + static_cast<long>(i));
+      return true;
+    }
+    if (args[i] == name && i + 1 < args.size()) {
+      *value = args[i + 1];
+      args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+      return true;
+    }
+  }
+  return false;
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "blkmq bench: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+bool wants_compare(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--compare") == 0 || std::strncmp(argv[i], "--compare=", 10) == 0) return true;
+  return false;
+}
+
+int compare_main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  std::string spec, repeat = "3";
+  take_option(args, "--compare", &spec);
+  take_option(args, "--repeat", &repeat);
+  const size_t eq = spec.find('='), comma = spec.find(',', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || eq == 0 || comma == std::string::npos || comma == eq + 1 ||
+      comma + 1 == spec.size() || spec.find(',', comma + 1) != std::string::npos)
+    return fail("bad value '" + spec + "' for --compare: expected PATH=A,B, e.g. queue/rq_affinity=1,2");
+  uint64_t rounds = 0;
+  if (!bench::parse_uint(repeat, &rounds) || rounds < 1 || rounds > 1000)
+    return fail("bad value '" + repeat + "' for --repeat: expected an integer in 1..1000");
+  Experiment e;
+  e.id = "compare";
+  e.title = "the same job, " + spec.substr(0, eq) + " at each value";
+  e.attr = spec.substr(0, eq);
+  e.before = spec.substr(eq + 1, comma - eq - 1);
+  e.after = spec.substr(comma + 1);
+  e.common.assign(args.begin() + 1, args.end());
+  e.rows = {{"blkmq bench" + [&] {
+               std::string s;
+               for (size_t i = 1; i < args.size(); ++i) s += " " + args[i];
+               return s;
+             }(),
+             {}, {"iops", "bw_mib", "lat_us", "usr_pct", "sys_pct"}, {}, ""}};
+  const unsigned ncpus = static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN));
+  ExperimentResult r = run_experiment(e, static_cast<unsigned>(rounds), 0, bench_runner(ncpus),
+                                      [](const std::string& l) { std::fprintf(stderr, "  %s\n", l.c_str()); });
+  std::vector<RowSummary> rows = summarize(r);
+  rows[0].note.clear();
+  std::fputs(format_text(r, rows, static_cast<unsigned>(rounds)).c_str(), stdout);
+  return rows[0].error.empty() ? 0 : 1;
+}
+
+}  // namespace repro
