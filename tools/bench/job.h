@@ -50,7 +50,6 @@ class Job {
     uint64_t offset;
     uint64_t start_ns;   // batch submit start
     uint64_t issue_ns;   // batch submit return
-    uint64_t done_ns;    // end_io
     uint8_t ddir;
     bool inflight;
   };
@@ -65,8 +64,8 @@ class Job {
   void submit_batch(unsigned n);
   void prep(IoUnit* u);
   unsigned reap_ready();
-  unsigned process_list(IoUnit* u);
-  void process(IoUnit* u);
+  unsigned process_list(IoUnit* u, uint64_t now);
+  void process(IoUnit* u, uint64_t now);
   void wait_completions(unsigned need);
   void sleep_for_remote(unsigned need);
   void poll_once();
