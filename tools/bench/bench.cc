@@ -152,7 +152,12 @@ class Runner {
 };
 
 Status write_report(const BenchConfig& cfg, const RunReport& rep) {
-  std::string text = cfg.output_format == OutputFormat::json ? format_json(rep) : format_normal(rep);
+  // fio's order for a list of formats: JSON first, then the normal text.
+  const OutputFormat fmt = cfg.output_format;
+  std::string text;
+  if (has_format(fmt, OutputFormat::json) || has_format(fmt, OutputFormat::json_plus))
+    text = format_json(rep, has_format(fmt, OutputFormat::json_plus));
+  if (has_format(fmt, OutputFormat::normal)) text += format_normal(rep);
   if (cfg.output_file.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

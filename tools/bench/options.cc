@@ -118,15 +118,26 @@ Status apply_verify(BenchConfig&, JobSpec& j, std::string_view v) {
   return Status::ok();
 }
 
+// A comma list as fio takes it ("normal,json"); each name once is enough.
 Status apply_output_format(BenchConfig& c, JobSpec&, std::string_view v) {
   std::string s = lower(v);
-  if (s == "normal") {
-    c.output_format = OutputFormat::normal;
-  } else if (s == "json") {
-    c.output_format = OutputFormat::json;
-  } else {
-    return bad_value("output-format", v, "expected normal or json");
+  uint8_t set = 0;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = std::min(s.find(',', pos), s.size());
+    std::string_view name = std::string_view(s).substr(pos, comma - pos);
+    if (name == "normal") {
+      set |= static_cast<uint8_t>(OutputFormat::normal);
+    } else if (name == "json") {
+      set |= static_cast<uint8_t>(OutputFormat::json);
+    } else if (name == "json+") {
+      set |= static_cast<uint8_t>(OutputFormat::json_plus);
+    } else {
+      return bad_value("output-format", v, "expected normal, json or json+, or a comma list of them");
+    }
+    pos = comma + 1;
   }
+  c.output_format = static_cast<OutputFormat>(set);
   return Status::ok();
 }
 
@@ -217,7 +228,9 @@ std::vector<OptionDef> make_defs() {
       {"group_reporting", nullptr, true, "report each group of jobs as one",
        [](BenchConfig& c, JobSpec&, std::string_view v) { return set_bool("group_reporting", v, &c.group_reporting); },
        OptionScope::run},
-      {"output-format", nullptr, false, "normal (default) or json", apply_output_format, OptionScope::run},
+      {"output-format", nullptr, false,
+       "normal (default), json, or json+ (json with the clat histogram bins); a comma list prints each, JSON first",
+       apply_output_format, OptionScope::run},
       {"output", nullptr, false, "write the report to FILE",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
          c.output_file = std::string(v);

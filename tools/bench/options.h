@@ -23,7 +23,17 @@ using blkmq::Status;
 enum class RwMode : uint8_t { read, write, randread, randwrite, rw, randrw };
 enum class IoEngine : uint8_t { io_uring, libaio, psync, sync };
 enum class VerifyMode : uint8_t { none, crc32c };
-enum class OutputFormat : uint8_t { normal, json };
+// Report formats, a set as fio's --output-format=normal,json takes one.
+// json_plus is fio's json+: JSON plus the clat histogram bins.
+enum class OutputFormat : uint8_t { normal = 1, json = 2, json_plus = 4 };
+
+constexpr OutputFormat operator|(OutputFormat a, OutputFormat b) {
+  return static_cast<OutputFormat>(static_cast<uint8_t>(a) | static_cast<uint8_t>(b));
+}
+// True when the set `formats` holds `f`.
+constexpr bool has_format(OutputFormat formats, OutputFormat f) {
+  return (static_cast<uint8_t>(formats) & static_cast<uint8_t>(f)) != 0;
+}
 
 constexpr bool rw_is_random(RwMode m) {
   return m == RwMode::randread || m == RwMode::randwrite || m == RwMode::randrw;
@@ -85,7 +95,7 @@ struct BenchConfig {
   ParamLookup param_lookup = nullptr;  // nullptr: driver_param_info stays as given
   std::vector<CycleSpec> cycles;     // --cycle, in the order given
   unsigned ndevices = 1;             // identical devices; clone N of a job uses device N % ndevices
-  OutputFormat output_format = OutputFormat::normal;
+  OutputFormat output_format = OutputFormat::normal;  // a set: JSON first, then normal, as fio
   std::string output_file;           // empty: stdout
   bool group_reporting = false;
   std::vector<JobSpec> jobs;
