@@ -190,6 +190,16 @@ RunReport make_report(const BenchConfig& cfg, const blkmq::Device& dev, const Qu
   return rep;
 }
 
+// The --write_*_log files of a finished group, numbered from 1 across the
+// run as fio numbers its jobs; `first` is the group's first job index. A
+// file that cannot be written is reported and the run goes on, as in fio.
+void write_logs(const std::vector<Job*>& group, size_t first) {
+  for (size_t k = 0; k < group.size(); ++k) {
+    Status st = group[k]->io_log().write(static_cast<unsigned>(first + k + 1));
+    if (!st) std::fprintf(stderr, "blkmq bench: %s\n", st.message().c_str());
+  }
+}
+
 // Runs the groups one after the other; *before is the first group's start
 // of measurement, the result the end of the last group.
 Snapshot run_groups(const std::vector<std::unique_ptr<Job>>& jobs, const Queues& qs, Snapshot* before,
@@ -207,6 +217,7 @@ Snapshot run_groups(const std::vector<std::unique_ptr<Job>>& jobs, const Queues&
     const Clock::time_point start = Clock::now();
     after = Runner(group, qs).run(&group_before);
     spans->push_back({gid, since(start), since(after.at)});
+    write_logs(group, i - group.size());
     if (gid == jobs.front()->spec().groupid) *before = group_before;
   }
   return after;

@@ -74,7 +74,9 @@ Status Job::prepare() {
   }
   nfree_ = depth;
 
-  gtod_ = !spec_.gtod_reduce;
+  // The logs need the time stamps gtod_reduce would save.
+  gtod_ = !spec_.gtod_reduce || spec_.log.any();
+  log_.init(spec_.log, spec_.bs, spec_.prioclass == 1);
   bio_flags_ = spec_.hipri ? uint32_t{blkmq::kBioPolled} : 0u;
   if (spec_.prioclass > 0)
     ioprio_ = blkmq::ioprio_value(static_cast<blkmq::IoprioClass>(spec_.prioclass), static_cast<unsigned>(spec_.prio));
@@ -109,8 +111,10 @@ void Job::run() {
     if (!stopping_) run_phase(Phase::verify_read);
   }
   if (!measuring_) begin_measure();  // finished inside the ramp: nothing was measured
+  const uint64_t end = now_ns();
+  if (log_.enabled()) log_.finish(end);
   JobResult& r = *result_;
-  r.runtime_ns = now_ns() - start_ns_;
+  r.runtime_ns = end - start_ns_;
   r.cpu_runtime_ns = r.runtime_ns;
   r.cpu = CpuUsage::thread_now() - cpu_start_;
   tl_job = nullptr;
@@ -121,6 +125,7 @@ void Job::begin_measure() {
   measuring_ = true;
   for (DirStats& d : result_->dir) d.clear();
   start_ns_ = now_ns();
+  if (log_.enabled()) log_.reset(start_ns_);
   cpu_start_ = CpuUsage::thread_now();
 }
 
@@ -269,6 +274,7 @@ unsigned Job::reap_ready() {
     remote_count_.fetch_sub(static_cast<int32_t>(k), std::memory_order_relaxed);
     n += k;
   }
+  if (log_.enabled()) log_.tick(now);
   return n;
 }
 
@@ -313,6 +319,7 @@ inline void Job::process(IoUnit* u, uint64_t now) {
     d.clat.add(clat);
     d.clat_hist.add(clat);
     d.lat.add(now - u->start_ns);
+    if (log_.enabled()) log_.add(now, u->ddir, u->offset, u->issue_ns - u->start_ns, clat, now - u->start_ns);
   }
 }
 

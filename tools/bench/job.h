@@ -11,6 +11,7 @@
 
 #include "blkmq/bio.h"
 #include "blkmq/queue.h"
+#include "bench/iolog.h"
 #include "bench/options.h"
 #include "bench/randmap.h"
 #include "bench/stats.h"
@@ -40,6 +41,8 @@ class Job {
 
   const JobSpec& spec() const { return spec_; }
   const JobResult& result() const { return *result_; }
+  // The job's --write_*_log samples; write() them once finished() is true.
+  const IoLog& io_log() const { return log_; }
 
  private:
   struct alignas(64) IoUnit {
@@ -109,6 +112,7 @@ class Job {
   Xoshiro256 rng_{0};
   Xoshiro256 mix_rng_{0};
   IoUnit* local_head_ = nullptr;  // completions that ran on the job thread
+  IoLog log_;                     // job thread only, until it finished
   std::unique_ptr<JobResult> result_;
 
   // Written by other threads: each on its own cache line.

@@ -141,6 +141,14 @@ Status apply_output_format(BenchConfig& c, JobSpec&, std::string_view v) {
   return Status::ok();
 }
 
+// fio names the files PREFIX_bw.N.log; a bare write_bw_log (fio: the job
+// name) is refused rather than guessed.
+Status set_log_prefix(std::string_view key, std::string_view v, std::string* field) {
+  if (v.empty()) return bad_value(key, v, "expected a file name prefix");
+  *field = std::string(v);
+  return Status::ok();
+}
+
 Status apply_driver(BenchConfig& c, JobSpec&, std::string_view v) {
   if (v.empty()) return bad_value("driver", v, "expected a driver name");
   c.driver = std::string(v);
@@ -237,6 +245,23 @@ std::vector<OptionDef> make_defs() {
          return Status::ok();
        },
        OptionScope::run},
+      // fio's logs (iolog.h) and live status line (status_line.h).
+      {"write_bw_log", nullptr, false, "write PREFIX_bw.N.log: bandwidth per I/O, or per log_avg_msec window",
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_log_prefix("write_bw_log", v, &j.log.bw_prefix); }},
+      {"write_lat_log", nullptr, false, "write PREFIX_lat.N.log, PREFIX_clat.N.log, PREFIX_slat.N.log (ns)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_log_prefix("write_lat_log", v, &j.log.lat_prefix);
+       }},
+      {"write_iops_log", nullptr, false, "write PREFIX_iops.N.log: IOPS per I/O (1), or per log_avg_msec window",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_log_prefix("write_iops_log", v, &j.log.iops_prefix);
+       }},
+      {"log_avg_msec", nullptr, false, "log the average of each window of this many ms (default 0: every I/O)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_uint("log_avg_msec", v, 0, 86400000, &j.log.avg_msec);
+       }},
+      {"log_offset", nullptr, true, "add each I/O's offset to the log lines (default 0)",
+       JOB_BOOL("log_offset", log.offset)},
       {"driver", nullptr, false, "device driver (default null)", apply_driver, OptionScope::device},
       {"scheduler", nullptr, false, "I/O scheduler (queue/scheduler)", apply_scheduler, OptionScope::device},
       {"ndevices", nullptr, false,

@@ -49,6 +49,17 @@ constexpr bool engine_is_sync(IoEngine e) { return e == IoEngine::psync || e == 
 const char* rw_name(RwMode m);
 const char* engine_name(IoEngine e);
 
+// fio's per-job logs: write_bw_log, write_lat_log, write_iops_log give the
+// file prefix of each (empty: not written); see iolog.h for the format.
+struct LogOptions {
+  std::string bw_prefix;
+  std::string lat_prefix;   // three files: _lat, _clat and _slat
+  std::string iops_prefix;
+  uint64_t avg_msec = 0;    // log_avg_msec: 0 logs every I/O, else the mean over windows of this length
+  bool offset = false;      // log_offset: add each I/O's offset as a column
+  bool any() const { return !bw_prefix.empty() || !lat_prefix.empty() || !iops_prefix.empty(); }
+};
+
 // One job section. numjobs clones of it run, each in its own thread.
 struct JobSpec {
   std::string name = "job";
@@ -76,6 +87,7 @@ struct JobSpec {
   bool randseed_given = false;
   uint64_t randseed = 0x89;          // fio's default seed
   VerifyMode verify = VerifyMode::none;
+  LogOptions log;
   bool thread = true;                // always threads; option accepted for fio
   bool stonewall = false;            // starts a new group, run after the previous one
   unsigned groupid = 0;              // derived from stonewall when the jobs are built
