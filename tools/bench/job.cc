@@ -92,6 +92,12 @@ Status Job::prepare() {
   return Status::ok();
 }
 
+uint64_t Job::planned_bytes() const {
+  const uint64_t pass = nblocks_ * spec_.bs;
+  if (spec_.verify != VerifyMode::none) return rw_has_writes(spec_.rw) ? 2 * pass : pass;
+  return spec_.time_based ? 0 : pass;
+}
+
 void Job::reset_generators() {
   map_ = RandomMap(nblocks_, seed_);
   rng_ = Xoshiro256(seed_);
@@ -123,6 +129,7 @@ void Job::run() {
 
 void Job::begin_measure() {
   measuring_ = true;
+  for (unsigned d = 0; d < 2; ++d) ramp_ios_[d] += result_->dir[d].ios;
   for (DirStats& d : result_->dir) d.clear();
   start_ns_ = now_ns();
   if (log_.enabled()) log_.reset(start_ns_);
@@ -275,6 +282,8 @@ unsigned Job::reap_ready() {
     n += k;
   }
   if (log_.enabled()) log_.tick(now);
+  for (unsigned d = 0; d < 2; ++d)
+    done_ios_[d].store(ramp_ios_[d] + result_->dir[d].ios, std::memory_order_relaxed);
   return n;
 }
 

@@ -41,6 +41,13 @@ class Job {
 
   const JobSpec& spec() const { return spec_; }
   const JobResult& result() const { return *result_; }
+  // For the status line, any thread: I/Os completed in direction ddir (ramp
+  // included). Published once per reaped batch, so it lags by a batch.
+  uint64_t done_ios(unsigned ddir) const { return done_ios_[ddir & 1].load(std::memory_order_relaxed); }
+  // Bytes the job moves if it runs to its size (verify: both passes); 0 for
+  // time_based. Valid after prepare().
+  uint64_t planned_bytes() const;
+  bool in_ramp() const { return spec_.ramp_ns != 0 && !ramp_over_.load(std::memory_order_relaxed); }
   // The job's --write_*_log samples; write() them once finished() is true.
   const IoLog& io_log() const { return log_; }
 
@@ -113,6 +120,7 @@ class Job {
   Xoshiro256 mix_rng_{0};
   IoUnit* local_head_ = nullptr;  // completions that ran on the job thread
   IoLog log_;                     // job thread only, until it finished
+  uint64_t ramp_ios_[2] = {0, 0};  // completed before the statistics were reset
   std::unique_ptr<JobResult> result_;
 
   // Written by other threads: each on its own cache line.
@@ -122,6 +130,7 @@ class Job {
   alignas(64) std::atomic<bool> ramp_over_{false};
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
+  alignas(64) std::atomic<uint64_t> done_ios_[2] = {0, 0};  // job thread writes, status line reads
 };
 
 }  // namespace bench

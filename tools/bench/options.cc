@@ -141,6 +141,15 @@ Status apply_output_format(BenchConfig& c, JobSpec&, std::string_view v) {
   return Status::ok();
 }
 
+Status apply_eta(BenchConfig& c, JobSpec&, std::string_view v) {
+  static const std::map<std::string, EtaMode, std::less<>> kModes = {
+      {"auto", EtaMode::auto_}, {"always", EtaMode::always}, {"never", EtaMode::never}};
+  auto it = kModes.find(lower(v));
+  if (it == kModes.end()) return bad_value("eta", v, "expected auto, always or never");
+  c.eta = it->second;
+  return Status::ok();
+}
+
 // fio names the files PREFIX_bw.N.log; a bare write_bw_log (fio: the job
 // name) is refused rather than guessed.
 Status set_log_prefix(std::string_view key, std::string_view v, std::string* field) {
@@ -262,6 +271,8 @@ std::vector<OptionDef> make_defs() {
        }},
       {"log_offset", nullptr, true, "add each I/O's offset to the log lines (default 0)",
        JOB_BOOL("log_offset", log.offset)},
+      {"eta", nullptr, false, "live status line on stdout: auto (default: when stdout is a terminal), always, never",
+       apply_eta, OptionScope::run},
       {"driver", nullptr, false, "device driver (default null)", apply_driver, OptionScope::device},
       {"scheduler", nullptr, false, "I/O scheduler (queue/scheduler)", apply_scheduler, OptionScope::device},
       {"ndevices", nullptr, false,

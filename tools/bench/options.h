@@ -35,6 +35,9 @@ constexpr bool has_format(OutputFormat formats, OutputFormat f) {
   return (static_cast<uint8_t>(formats) & static_cast<uint8_t>(f)) != 0;
 }
 
+// fio's --eta: when the live status line is shown (status_line.h).
+enum class EtaMode : uint8_t { auto_, always, never };
+
 constexpr bool rw_is_random(RwMode m) {
   return m == RwMode::randread || m == RwMode::randwrite || m == RwMode::randrw;
 }
@@ -109,6 +112,7 @@ struct BenchConfig {
   unsigned ndevices = 1;             // identical devices; clone N of a job uses device N % ndevices
   OutputFormat output_format = OutputFormat::normal;  // a set: JSON first, then normal, as fio
   std::string output_file;           // empty: stdout
+  EtaMode eta = EtaMode::auto_;      // the status line: auto = when stdout is a terminal
   bool group_reporting = false;
   std::vector<JobSpec> jobs;
 };
