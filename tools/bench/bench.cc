@@ -23,6 +23,7 @@
 #include "bench/job.h"
 #include "bench/options.h"
 #include "bench/report.h"
+#include "bench/status_line.h"
 #include "reproduce/compare.h"
 
 namespace bench {
@@ -62,7 +63,9 @@ struct Snapshot {
 // deadline, so it costs the jobs nothing.
 class Runner {
  public:
-  Runner(const std::vector<Job*>& jobs, const Queues& qs) : jobs_(jobs), q_(qs) {}
+  // status: where the live status line goes once a second; nullptr: none.
+  Runner(const std::vector<Job*>& jobs, const Queues& qs, StatusLine* status = nullptr)
+      : jobs_(jobs), q_(qs), status_(status) {}
 
   // Returns the snapshot at the end; *before is taken when the last ramp
   // of the group ended (or at the end, if the jobs finished inside it).
@@ -75,19 +78,27 @@ class Runner {
     std::vector<std::thread> threads;
     for (Job* j : jobs_) threads.emplace_back([this, j] { thread_body(j); });
     auto all_done = [this] { return running_ == 0; };
+    const Clock::time_point start = Clock::now();
+    ProgressSampler sampler(jobs_, start);
+    Clock::time_point next_status = status_ ? start + kStatusPeriod : Clock::time_point::max();
     std::unique_lock lock(mu_);
     while (running_ > 0) {
       if (!snapped && ramps_pending_ == 0) {
         *before = Snapshot::take(q_);
         snapped = true;
       }
-      Clock::time_point next = next_deadline();
+      Clock::time_point next = std::min(next_deadline(), next_status);
       if (next == Clock::time_point::max()) {
         cv_.wait(lock, all_done);
       } else {
         cv_.wait_until(lock, next, all_done);
       }
-      fire_deadlines(Clock::now());
+      const Clock::time_point now = Clock::now();
+      fire_deadlines(now);
+      if (now >= next_status && running_ > 0) {
+        status_->show(sampler.sample(now));
+        next_status += kStatusPeriod;
+      }
     }
     lock.unlock();
     for (std::thread& t : threads) t.join();
@@ -146,8 +157,11 @@ class Runner {
     cv_.notify_all();
   }
 
+  static constexpr std::chrono::seconds kStatusPeriod{1};  // fio refreshes its line once a second
+
   const std::vector<Job*>& jobs_;
   const Queues& q_;
+  StatusLine* const status_;
   std::vector<Deadline> deadlines_;
   unsigned ramps_pending_ = 0;
   std::mutex mu_;
@@ -156,7 +170,12 @@ class Runner {
 };
 
 Status write_report(const BenchConfig& cfg, const RunReport& rep) {
-  std::string text = cfg.output_format == OutputFormat::json ? format_json(rep) : format_normal(rep);
+  // fio's order for a list of formats: JSON first, then the normal text.
+  const OutputFormat fmt = cfg.output_format;
+  std::string text;
+  if (has_format(fmt, OutputFormat::json) || has_format(fmt, OutputFormat::json_plus))
+    text = format_json(rep, has_format(fmt, OutputFormat::json_plus));
+  if (has_format(fmt, OutputFormat::normal)) text += format_normal(rep);
   if (cfg.output_file.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -190,10 +209,25 @@ RunReport make_report(const BenchConfig& cfg, const blkmq::Device& dev, const Qu
   return rep;
 }
 
+// The --write_*_log files of a finished group, numbered from 1 across the
+// run as fio numbers its jobs; `first` is the group's first job index. A
+// file that cannot be written is reported and the run goes on, as in fio.
+void write_logs(const std::vector<Job*>& group, size_t first) {
+  for (size_t k = 0; k < group.size(); ++k) {
+    Status st = group[k]->io_log().write(static_cast<unsigned>(first + k + 1));
+    if (!st) std::fprintf(stderr, "blkmq bench: %s\n", st.message().c_str());
+  }
+}
+
 // Runs the groups one after the other; *before is the first group's start
 // of measurement, the result the end of the last group.
-Snapshot run_groups(const std::vector<std::unique_ptr<Job>>& jobs, const Queues& qs, Snapshot* before,
-                    std::vector<GroupSpan>* spans) {
+Snapshot run_groups(const BenchConfig& cfg, const std::vector<std::unique_ptr<Job>>& jobs, const Queues& qs,
+                    Snapshot* before, std::vector<GroupSpan>* spans) {
+  const OutputFormat fmt = cfg.output_format;
+  const bool json_to_stdout = cfg.output_file.empty() &&
+                              (has_format(fmt, OutputFormat::json) || has_format(fmt, OutputFormat::json_plus));
+  StatusLine status(stdout);
+  StatusLine* shown = status_line_wanted(cfg.eta, isatty(STDOUT_FILENO) == 1, json_to_stdout) ? &status : nullptr;
   Snapshot after;
   const Clock::time_point t0 = Clock::now();
   auto since = [t0](Clock::time_point t) {
@@ -205,10 +239,12 @@ Snapshot run_groups(const std::vector<std::unique_ptr<Job>>& jobs, const Queues&
     for (; i < jobs.size() && jobs[i]->spec().groupid == gid; ++i) group.push_back(jobs[i].get());
     Snapshot group_before;
     const Clock::time_point start = Clock::now();
-    after = Runner(group, qs).run(&group_before);
+    after = Runner(group, qs, shown).run(&group_before);
     spans->push_back({gid, since(start), since(after.at)});
+    write_logs(group, i - group.size());
     if (gid == jobs.front()->spec().groupid) *before = group_before;
   }
+  status.clear();
   return after;
 }
 
@@ -277,7 +313,7 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
   cycler.start();
   Snapshot before;
   std::vector<GroupSpan> spans;
-  Snapshot after = run_groups(jobs, qs, &before, &spans);
+  Snapshot after = run_groups(cfg, jobs, qs, &before, &spans);
   RunReport rep = make_report(cfg, *devs.front(), qs, jobs, before, after);
   rep.groups = std::move(spans);
   rep.cycles = cycler.stop();

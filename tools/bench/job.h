@@ -11,6 +11,7 @@
 
 #include "blkmq/bio.h"
 #include "blkmq/queue.h"
+#include "bench/iolog.h"
 #include "bench/options.h"
 #include "bench/randmap.h"
 #include "bench/stats.h"
@@ -40,6 +41,15 @@ class Job {
 
   const JobSpec& spec() const { return spec_; }
   const JobResult& result() const { return *result_; }
+  // For the status line, any thread: I/Os completed in direction ddir (ramp
+  // included). Published once per reaped batch, so it lags by a batch.
+  uint64_t done_ios(unsigned ddir) const { return done_ios_[ddir & 1].load(std::memory_order_relaxed); }
+  // Bytes the job moves if it runs to its size (verify: both passes); 0 for
+  // time_based. Valid after prepare().
+  uint64_t planned_bytes() const;
+  bool in_ramp() const { return spec_.ramp_ns != 0 && !ramp_over_.load(std::memory_order_relaxed); }
+  // The job's --write_*_log samples; write() them once finished() is true.
+  const IoLog& io_log() const { return log_; }
 
  private:
   struct alignas(64) IoUnit {
@@ -50,7 +60,6 @@ class Job {
     uint64_t offset;
     uint64_t start_ns;   // batch submit start
     uint64_t issue_ns;   // batch submit return
-    uint64_t done_ns;    // end_io
     uint8_t ddir;
     bool inflight;
   };
@@ -65,8 +74,8 @@ class Job {
   void submit_batch(unsigned n);
   void prep(IoUnit* u);
   unsigned reap_ready();
-  unsigned process_list(IoUnit* u);
-  void process(IoUnit* u);
+  unsigned process_list(IoUnit* u, uint64_t now);
+  void process(IoUnit* u, uint64_t now);
   void wait_completions(unsigned need);
   void sleep_for_remote(unsigned need);
   void poll_once();
@@ -110,6 +119,8 @@ class Job {
   Xoshiro256 rng_{0};
   Xoshiro256 mix_rng_{0};
   IoUnit* local_head_ = nullptr;  // completions that ran on the job thread
+  IoLog log_;                     // job thread only, until it finished
+  uint64_t ramp_ios_[2] = {0, 0};  // completed before the statistics were reset
   std::unique_ptr<JobResult> result_;
 
   // Written by other threads: each on its own cache line.
@@ -119,6 +130,7 @@ class Job {
   alignas(64) std::atomic<bool> ramp_over_{false};
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
+  alignas(64) std::atomic<uint64_t> done_ios_[2] = {0, 0};  // job thread writes, status line reads
 };
 
 }  // namespace bench

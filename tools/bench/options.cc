@@ -118,15 +118,43 @@ Status apply_verify(BenchConfig&, JobSpec& j, std::string_view v) {
   return Status::ok();
 }
 
+// A comma list as fio takes it ("normal,json"); each name once is enough.
 Status apply_output_format(BenchConfig& c, JobSpec&, std::string_view v) {
   std::string s = lower(v);
-  if (s == "normal") {
-    c.output_format = OutputFormat::normal;
-  } else if (s == "json") {
-    c.output_format = OutputFormat::json;
-  } else {
-    return bad_value("output-format", v, "expected normal or json");
+  uint8_t set = 0;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = std::min(s.find(',', pos), s.size());
+    std::string_view name = std::string_view(s).substr(pos, comma - pos);
+    if (name == "normal") {
+      set |= static_cast<uint8_t>(OutputFormat::normal);
+    } else if (name == "json") {
+      set |= static_cast<uint8_t>(OutputFormat::json);
+    } else if (name == "json+") {
+      set |= static_cast<uint8_t>(OutputFormat::json_plus);
+    } else {
+      return bad_value("output-format", v, "expected normal, json or json+, or a comma list of them");
+    }
+    pos = comma + 1;
   }
+  c.output_format = static_cast<OutputFormat>(set);
+  return Status::ok();
+}
+
+Status apply_eta(BenchConfig& c, JobSpec&, std::string_view v) {
+  static const std::map<std::string, EtaMode, std::less<>> kModes = {
+      {"auto", EtaMode::auto_}, {"always", EtaMode::always}, {"never", EtaMode::never}};
+  auto it = kModes.find(lower(v));
+  if (it == kModes.end()) return bad_value("eta", v, "expected auto, always or never");
+  c.eta = it->second;
+  return Status::ok();
+}
+
+// fio names the files PREFIX_bw.N.log; a bare write_bw_log (fio: the job
+// name) is refused rather than guessed.
+Status set_log_prefix(std::string_view key, std::string_view v, std::string* field) {
+  if (v.empty()) return bad_value(key, v, "expected a file name prefix");
+  *field = std::string(v);
   return Status::ok();
 }
 
@@ -217,13 +245,34 @@ std::vector<OptionDef> make_defs() {
       {"group_reporting", nullptr, true, "report each group of jobs as one",
        [](BenchConfig& c, JobSpec&, std::string_view v) { return set_bool("group_reporting", v, &c.group_reporting); },
        OptionScope::run},
-      {"output-format", nullptr, false, "normal (default) or json", apply_output_format, OptionScope::run},
+      {"output-format", nullptr, false,
+       "normal (default), json, or json+ (json with the clat histogram bins); a comma list prints each, JSON first",
+       apply_output_format, OptionScope::run},
       {"output", nullptr, false, "write the report to FILE",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
          c.output_file = std::string(v);
          return Status::ok();
        },
        OptionScope::run},
+      // fio's logs (iolog.h) and live status line (status_line.h).
+      {"write_bw_log", nullptr, false, "write PREFIX_bw.N.log: bandwidth per I/O, or per log_avg_msec window",
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_log_prefix("write_bw_log", v, &j.log.bw_prefix); }},
+      {"write_lat_log", nullptr, false, "write PREFIX_lat.N.log, PREFIX_clat.N.log, PREFIX_slat.N.log (ns)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_log_prefix("write_lat_log", v, &j.log.lat_prefix);
+       }},
+      {"write_iops_log", nullptr, false, "write PREFIX_iops.N.log: IOPS per I/O (1), or per log_avg_msec window",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_log_prefix("write_iops_log", v, &j.log.iops_prefix);
+       }},
+      {"log_avg_msec", nullptr, false, "log the average of each window of this many ms (default 0: every I/O)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_uint("log_avg_msec", v, 0, 86400000, &j.log.avg_msec);
+       }},
+      {"log_offset", nullptr, true, "add each I/O's offset to the log lines (default 0)",
+       JOB_BOOL("log_offset", log.offset)},
+      {"eta", nullptr, false, "live status line on stdout: auto (default: when stdout is a terminal), always, never",
+       apply_eta, OptionScope::run},
       {"driver", nullptr, false, "device driver (default null)", apply_driver, OptionScope::device},
       {"scheduler", nullptr, false, "I/O scheduler (queue/scheduler)", apply_scheduler, OptionScope::device},
       {"ndevices", nullptr, false,

@@ -23,7 +23,20 @@ using blkmq::Status;
 enum class RwMode : uint8_t { read, write, randread, randwrite, rw, randrw };
 enum class IoEngine : uint8_t { io_uring, libaio, psync, sync };
 enum class VerifyMode : uint8_t { none, crc32c };
-enum class OutputFormat : uint8_t { normal, json };
+// Report formats, a set as fio's --output-format=normal,json takes one.
+// json_plus is fio's json+: JSON plus the clat histogram bins.
+enum class OutputFormat : uint8_t { normal = 1, json = 2, json_plus = 4 };
+
+constexpr OutputFormat operator|(OutputFormat a, OutputFormat b) {
+  return static_cast<OutputFormat>(static_cast<uint8_t>(a) | static_cast<uint8_t>(b));
+}
+// True when the set `formats` holds `f`.
+constexpr bool has_format(OutputFormat formats, OutputFormat f) {
+  return (static_cast<uint8_t>(formats) & static_cast<uint8_t>(f)) != 0;
+}
+
+// fio's --eta: when the live status line is shown (status_line.h).
+enum class EtaMode : uint8_t { auto_, always, never };
 
 constexpr bool rw_is_random(RwMode m) {
   return m == RwMode::randread || m == RwMode::randwrite || m == RwMode::randrw;
@@ -38,6 +51,17 @@ constexpr bool engine_is_sync(IoEngine e) { return e == IoEngine::psync || e == 
 
 const char* rw_name(RwMode m);
 const char* engine_name(IoEngine e);
+
+// fio's per-job logs: write_bw_log, write_lat_log, write_iops_log give the
+// file prefix of each (empty: not written); see iolog.h for the format.
+struct LogOptions {
+  std::string bw_prefix;
+  std::string lat_prefix;   // three files: _lat, _clat and _slat
+  std::string iops_prefix;
+  uint64_t avg_msec = 0;    // log_avg_msec: 0 logs every I/O, else the mean over windows of this length
+  bool offset = false;      // log_offset: add each I/O's offset as a column
+  bool any() const { return !bw_prefix.empty() || !lat_prefix.empty() || !iops_prefix.empty(); }
+};
 
 // One job section. numjobs clones of it run, each in its own thread.
 struct JobSpec {
@@ -66,6 +90,7 @@ struct JobSpec {
   bool randseed_given = false;
   uint64_t randseed = 0x89;          // fio's default seed
   VerifyMode verify = VerifyMode::none;
+  LogOptions log;
   bool thread = true;                // always threads; option accepted for fio
   bool stonewall = false;            // starts a new group, run after the previous one
   unsigned groupid = 0;              // derived from stonewall when the jobs are built
@@ -85,8 +110,9 @@ struct BenchConfig {
   ParamLookup param_lookup = nullptr;  // nullptr: driver_param_info stays as given
   std::vector<CycleSpec> cycles;     // --cycle, in the order given
   unsigned ndevices = 1;             // identical devices; clone N of a job uses device N % ndevices
-  OutputFormat output_format = OutputFormat::normal;
+  OutputFormat output_format = OutputFormat::normal;  // a set: JSON first, then normal, as fio
   std::string output_file;           // empty: stdout
+  EtaMode eta = EtaMode::auto_;      // the status line: auto = when stdout is a terminal
   bool group_reporting = false;
   // Queue attributes read from every device when the run ends, before the
   // devices go away (RunReport::attrs). Set by callers such as `blkmq

@@ -258,7 +258,26 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-json lat_json(const LatStat& s, const LatHistogram* hist) {
+// json+: fio emits the bins where it emits percentiles. fio's histogram
+// stops at 1856 buckets (its last one, ~17 s, takes every larger value), so
+// ours, which goes further, folds into that bucket's key the same way.
+json bins_json(const LatHistogram& hist) {
+  constexpr unsigned kFioBuckets = 29 * LatHistogram::kVal;
+  const uint64_t fio_last = LatHistogram::value(kFioBuckets - 1);
+  json bins = json::object();
+  uint64_t overflow = 0;
+  hist.for_each_bucket([&](uint64_t value, uint64_t count) {
+    if (value >= fio_last) {
+      overflow += count;
+    } else {
+      bins[std::to_string(value)] = count;
+    }
+  });
+  if (overflow != 0) bins[std::to_string(fio_last)] = overflow;
+  return bins;
+}
+
+json lat_json(const LatStat& s, const LatHistogram* hist, bool plus) {
   json j = {{"min", s.min_or_zero()}, {"max", s.max}, {"mean", s.mean()}, {"stddev", s.stddev()}, {"N", s.n}};
   // fio writes percentiles only when there are samples.
   if (hist != nullptr && hist->total() > 0) {
@@ -267,11 +286,12 @@ json lat_json(const LatStat& s, const LatHistogram* hist) {
     json p = json::object();
     for (size_t i = 0; i < pcts.size(); ++i) p[sprintf_str("%f", pcts[i])] = vals[i];
     j["percentile"] = p;
+    if (plus) j["bins"] = bins_json(*hist);
   }
   return j;
 }
 
-json dir_json(const JobResult& job, unsigned dd) {
+json dir_json(const JobResult& job, unsigned dd, bool plus) {
   const DirStats& d = job.dir[dd];
   uint64_t rt = d.ios ? job.runtime_ns : 0;
   double iops = per_sec(d.ios, rt);
@@ -288,9 +308,9 @@ json dir_json(const JobResult& job, unsigned dd) {
           {"total_ios", d.ios},
           {"short_ios", d.short_ios},
           {"drop_ios", d.drop_ios},
-          {"slat_ns", lat_json(d.slat, nullptr)},
-          {"clat_ns", lat_json(d.clat, &d.clat_hist)},
-          {"lat_ns", lat_json(d.lat, nullptr)},
+          {"slat_ns", lat_json(d.slat, nullptr, plus)},
+          {"clat_ns", lat_json(d.clat, &d.clat_hist, plus)},
+          {"lat_ns", lat_json(d.lat, nullptr, plus)},
           {"bw_min", bw_bytes / 1024},
           {"bw_max", bw_bytes / 1024},
           {"bw_agg", d.ios ? 100.0 : 0.0},
@@ -304,7 +324,7 @@ json dir_json(const JobResult& job, unsigned dd) {
           {"iops_samples", samples}};
 }
 
-json job_json(const JobResult& j) {
+json job_json(const JobResult& j, bool plus) {
   json opts = json::object();
   for (const auto& [k, v] : j.options) opts[k] = v;
   json out = {{"jobname", j.name},
@@ -314,7 +334,7 @@ json job_json(const JobResult& j) {
               {"elapsed", j.runtime_ns / 1000000000},
               {"job options", opts}};
   if (!j.error_msg.empty()) out["error_msg"] = j.error_msg;
-  for (unsigned d = 0; d < kDdirs; ++d) out[ddir_name(d)] = dir_json(j, d);
+  for (unsigned d = 0; d < kDdirs; ++d) out[ddir_name(d)] = dir_json(j, d, plus);
   out["job_runtime"] = j.runtime_ns / 1000000;
   out["usr_cpu"] = cpu_pct(j.cpu.usr_ns, j);
   out["sys_cpu"] = cpu_pct(j.cpu.sys_ns, j);
@@ -366,12 +386,12 @@ json blkmq_json(const RunReport& r) {
 
 }  // namespace
 
-nlohmann::ordered_json to_json(const RunReport& r) {
+nlohmann::ordered_json to_json(const RunReport& r, bool plus) {
   time_t t = static_cast<time_t>(r.timestamp_ms / 1000);
   char date[64];
   std::strftime(date, sizeof date, "%a %b %e %H:%M:%S %Y", std::localtime(&t));
   json jobs = json::array();
-  for (const JobResult& j : reported_jobs(r)) jobs.push_back(job_json(j));
+  for (const JobResult& j : reported_jobs(r)) jobs.push_back(job_json(j, plus));
   return {{"fio version", "blkmq-0.1"},
           {"timestamp", r.timestamp_ms / 1000},
           {"timestamp_ms", r.timestamp_ms},
@@ -381,6 +401,6 @@ nlohmann::ordered_json to_json(const RunReport& r) {
           {"blkmq", blkmq_json(r)}};
 }
 
-std::string format_json(const RunReport& r) { return to_json(r).dump(2) + "\n"; }
+std::string format_json(const RunReport& r, bool plus) { return to_json(r, plus).dump(2) + "\n"; }
 
 }  // namespace bench

@@ -58,8 +58,12 @@ blkmq::DiskStat disk_stat_delta(const blkmq::DiskStat& before, const blkmq::Disk
 std::vector<JobResult> reported_jobs(const RunReport& r);
 
 std::string format_normal(const RunReport& r);
-nlohmann::ordered_json to_json(const RunReport& r);
-std::string format_json(const RunReport& r);  // to_json, pretty-printed, newline-terminated
+// fio's JSON. plus: fio's json+, which adds to each direction's clat_ns a
+// "bins" object, {"<bucket value in ns>": count} for every non-empty
+// histogram bucket, keyed by the values fio's plat_idx_to_val gives.
+nlohmann::ordered_json to_json(const RunReport& r, bool plus = false);
+// to_json, pretty-printed, newline-terminated.
+std::string format_json(const RunReport& r, bool plus = false);
 
 // fio's num2str: at most 4 significant characters, then a unit prefix
 // (k/M/G for base 1000, Ki/Mi/Gi for base 1024). num2str(9.87e9, 1024) is

@@ -32,6 +32,12 @@ class LatHistogram {
   void merge(const LatHistogram& o);
   void clear();
   uint64_t total() const { return total_; }
+  // Calls f(value(idx), count) for every non-empty bucket, ascending.
+  template <typename F>
+  void for_each_bucket(F&& f) const {
+    for (unsigned i = 0; i < kBuckets; ++i)
+      if (buckets_[i] != 0) f(value(i), buckets_[i]);
+  }
   // The value below which `pct` percent of the samples lie (0 if empty).
   uint64_t percentile(double pct) const;
   // Several percentiles in one pass; `pcts` ascending.
