@@ -1,6 +1,8 @@
 #include "reproduce/interleave.h"
 
 #include <cstdio>
+#include <memory>
+#include <set>
 
 #include "bench/bench.h"
 #include "bench/options.h"
@@ -35,7 +37,9 @@ ExperimentResult run_experiment(const Experiment& e, unsigned rounds, double run
 }
 
 RunFn bench_runner(unsigned ncpus) {
-  return [ncpus](const std::vector<std::string>& args) -> blkmq::Result<Sample> {
+  // fio options ignored so far: each is reported once per runner, not per run.
+  auto told = std::make_shared<std::set<std::string>>();
+  return [ncpus, told](const std::vector<std::string>& args) -> blkmq::Result<Sample> {
     std::vector<const char*> argv;
     for (const std::string& a : args) argv.push_back(a.c_str());
     bench::BenchConfig cfg;
@@ -43,6 +47,10 @@ RunFn bench_runner(unsigned ncpus) {
     bench::ParseOutcome po = bench::parse_bench_args(static_cast<int>(argv.size()), argv.data(),
                                                      blkmq::device_params(driver), &cfg, blkmq::device_params);
     if (!po.proceed) return blkmq::Status::invalid(po.message);
+    for (const std::string& opt : cfg.ignored_options)
+      if (told->insert(opt).second)
+        std::fprintf(stderr, "blkmq reproduce: fio option --%s ignored (no meaning for driver %s)\n", opt.c_str(),
+                     cfg.driver.c_str());
     cfg.sample_attrs.push_back(kLockStatAttr);
     blkmq::Result<bench::RunReport> rep = bench::run_bench(cfg);
     if (!rep) return rep.status();
