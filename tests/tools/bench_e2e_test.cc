@@ -17,16 +17,7 @@
 namespace bench {
 namespace {
 
-std::string temp_path(const std::string& stem) {
-  return ::testing::TempDir() + "blkmq_e2e_" + std::to_string(getpid()) + "_" + stem;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return nlohmann::json::parse(s.str());
-}
+std::string temp_path(const std::string& stem) { return bench::temp_path("blkmq_e2e", stem); }
 
 // --scheduler is applied before the scheduler's own attributes, whatever
 // the order on the command line.

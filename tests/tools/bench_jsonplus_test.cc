@@ -21,9 +21,7 @@
 namespace bench {
 namespace {
 
-std::string temp_path(const std::string& stem) {
-  return ::testing::TempDir() + "blkmq_jsonplus_" + std::to_string(getpid()) + "_" + stem;
-}
+std::string temp_path(const std::string& stem) { return bench::temp_path("blkmq_jsonplus", stem); }
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path);

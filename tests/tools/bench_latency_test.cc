@@ -17,16 +17,7 @@
 namespace bench {
 namespace {
 
-std::string temp_path(const std::string& stem) {
-  return ::testing::TempDir() + "blkmq_lat_" + std::to_string(getpid()) + "_" + stem;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return nlohmann::json::parse(s.str());
-}
+std::string temp_path(const std::string& stem) { return bench::temp_path("blkmq_lat", stem); }
 
 // irqmode=0 completes every bio inside submit_bio, before submit_batch has
 // stamped the batch: the case where clat used to be 0 and lat < slat.

@@ -5,7 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +28,19 @@ inline std::string bench_error_lines(const std::string& log) {
         line.find("err=") != std::string::npos)
       out += line + "\n";
   return out;
+}
+
+// A path in the test temp folder, unique per process: PREFIX_PID_STEM.
+inline std::string temp_path(const std::string& prefix, const std::string& stem) {
+  return ::testing::TempDir() + prefix + "_" + std::to_string(getpid()) + "_" + stem;
+}
+
+// A bench JSON report written with --output (a parse error fails the test).
+inline nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return nlohmann::json::parse(s.str());
 }
 
 inline int run_bench(std::vector<std::string> args) {
