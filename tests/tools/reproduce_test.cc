@@ -73,8 +73,11 @@ TEST(ReproduceTable, OppositeDirectionIsNotedWithTheReason) {
   const RowSummary s = summarize_row(e.rows[0], r);
   EXPECT_NE(s.note.find("goes the other way"), std::string::npos) << s.note;
   EXPECT_NE(s.note.find("because of the toy"), std::string::npos);
+  EXPECT_EQ(s.note.find("spread"), std::string::npos);  // 10 10 10 against 5 5 5: apart
   r.after = {iops(10.1), iops(10.2), iops(9.9)};
   EXPECT_NE(summarize_row(e.rows[0], r).note.find("shows no effect"), std::string::npos);
+  r.after = {iops(7), iops(7), iops(12)};  // median 7, but the ranges overlap
+  EXPECT_NE(summarize_row(e.rows[0], r).note.find("within the run-to-run spread"), std::string::npos);
 }
 
 TEST(ReproduceTable, FailedRowIsShown) {
@@ -190,6 +193,21 @@ TEST(ReproduceCompare, BenchCompareRunsBothValues) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(compare_main(static_cast<int>(bargv.size()), bargv.data()), 1);
   EXPECT_NE(testing::internal::GetCapturedStderr().find("--compare"), std::string::npos);
+}
+
+// Regression: seed 002's backing file was seed002.dat, the name of the
+// chart data written into the same folder, so the chart overwrote it and
+// the clean-up deleted the chart data.
+TEST(ReproduceSeeds, BackingFileIsNotAChartFile) {
+  Scale sc;
+  sc.scratch_dir = "/r";
+  for (const Experiment& e : seed_experiments(sc))
+    for (const std::string& a : e.common)
+      if (a.rfind("--filename=", 0) == 0) {
+        EXPECT_EQ(a, std::string("--filename=/r/") + kSeed002File);
+        for (const char* ext : {".dat", ".gp", ".png"})
+          EXPECT_NE(a, "--filename=/r/seed" + e.id + ext);
+      }
 }
 
 TEST(ReproduceChart, SeededMetricsOrThePrimaryOne) {

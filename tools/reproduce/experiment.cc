@@ -6,6 +6,9 @@
 #include "reproduce/metrics.h"
 
 namespace repro {
+
+const char* const kSeed002File = "seed002-backing.img";
+
 namespace {
 
 std::vector<std::string> split(const std::string& s) {
@@ -98,7 +101,7 @@ Experiment seed002(const Scale& s) {
   e.after = "local";
   char size[32];
   std::snprintf(size, sizeof size, "--size=%llu", static_cast<unsigned long long>(s.file_size));
-  e.common = {"--driver=ublk", "--target=loop", "--filename=" + s.scratch_dir + "/seed002.dat", size,
+  e.common = {"--driver=ublk", "--target=loop", "--filename=" + s.scratch_dir + "/" + kSeed002File, size,
               "--name=seed002", "--ioengine=libaio", "--rw=randwrite", "--bs=128k", "--iodepth=32"};
   const std::vector<std::string> m = {key::kIops,  key::kBwMib,    key::kSlatUs,    key::kClatUs,
                                       key::kLatUs, key::kCtxPerIo, key::kCpuUsPerIo};
@@ -110,15 +113,15 @@ Experiment seed002(const Scale& s) {
   e.rows = {
       {"ublk loop over a file on the root disk, O_DIRECT (device-bound), 128k randwrite, qd32", {"--direct=1"}, m,
        seed,
-       "softirq costs more here than in the seed: on 2 CPUs every ksoftirqd wake-up takes a CPU from the "
-       "server thread or the submitter (see ctx/IO), where the seed's machine had CPUs to spare; and since "
-       "that preemption also lands inside submission, our slat falls with local completion where the "
-       "seed's rose (8.7 -> 14.1 µs, a rise the seed does not explain)"},
+       "on 2 CPUs every ksoftirqd wake-up (see ctx/IO) takes a CPU from the submitter or the server thread, "
+       "and some land inside submission, so our slat falls with local completion where the seed's rose "
+       "(8.7 -> 14.1 µs, a rise the seed does not explain); the root disk sets the rate, so IOPS moves "
+       "less than ctx/IO"},
       {"ublk loop over the same file through the page cache (tcmu's file backstore), 128k randwrite, qd32",
        {"--direct=0"}, m, seed,
-       "through the page cache io_uring hands each 128k buffered write to its io-wq workers, whose copy into "
-       "the page cache sets the rate (the server thread idles about 40 % of the run); the completion path is "
-       "off the critical path for IOPS, but clat and lat fall as in the seed"},
+       "the same preemption of submission by ksoftirqd makes our slat fall where the seed's rose; IOPS is set "
+       "by io_uring's io-wq workers copying each 128k buffered write into the page cache (the server thread "
+       "used 57 % of a CPU in a 2 s run), so the completion path moves it little, as in the seed"},
   };
   e.notes = {"before = softirq (a completion from task context raises BLOCK_SOFTIRQ and wakes ksoftirqd); after "
              "= local (it completes in place, the seed).",
@@ -145,11 +148,12 @@ Experiment seed003() {
   const std::vector<std::string> m = {key::kIops, key::kSysPct, key::kUsrPct, key::kLockPct,
                                       key::kLockWaitNsPerIo, key::kCtxPerIo, key::kCpuUsPerIo};
   const std::string cpus =
-      "32 submitters on 2 CPUs: at most two threads can hold or want the scheduler lock at once, where "
-      "the seed had 32 CPUs spinning on it; the contention the seed removes needs the CPUs to exist";
+      "32 submitters on 2 CPUs: at most two of them run at once, where the seed had 32 CPUs spinning on the "
+      "lock, so the contention split removes (and the IOPS it buys) is bounded by the CPU count here; lock "
+      "contention % and lock wait ns/IO show what split changes";
   const std::string writers =
       "8 sequential writers on nr_requests=16 with a slow device: requests wait in the scheduler, so "
-      "insert-time merging decides the IOPS";
+      "insert-time merging decides the IOPS; split must merge as much as locked";
   e.rows = {
       {"null, bfq: the seed's fio line (512 B randread, 32 jobs x qd4, batches of 4)",
        cat(split("--driver=null --irqmode=1 --scheduler=bfq"), fio), m,

@@ -47,6 +47,10 @@ struct Scale {
   uint64_t file_size = 1ull << 30;  // that file's size
 };
 
+// Seed 002's backing file, in Scale::scratch_dir (named apart from the
+// seedNNN.* chart files, which share the results folder by default).
+extern const char* const kSeed002File;
+
 // The four experiments at the given scale, in seed order.
 std::vector<Experiment> seed_experiments(const Scale& s);
 

@@ -151,7 +151,7 @@ int reproduce_main(int argc, char** argv) {
   Report rep;
   for (const Experiment& e : seed_experiments(scale))
     if (chosen.count(e.id)) run_one(e, o, run, &rep);
-  fs::remove(o.scratch + "/seed002.dat", ec);
+  fs::remove(o.scratch + "/" + kSeed002File, ec);
   m.load_after = loadavg();
   const std::string cmd = command_line(argc, argv);
   nlohmann::ordered_json j = {{"command", cmd}, {"machine", to_json(m)}, {"rounds", o.rounds},

@@ -51,8 +51,11 @@ std::string compare_note(const RowDef& def, const MetricLine& l) {
   std::string what = ours == 0   ? "shows no effect"
                      : theirs == 0 ? "shows an effect the seed did not"
                                    : "goes the other way from the seed";
-  return label_of(l.key) + " " + what + " (" + fmt_ratio(l.ratio) + " against " + fmt_ratio(l.seed_ratio) +
-         "): " + def.departure;
+  std::string s = label_of(l.key) + " " + what + " (" + fmt_ratio(l.ratio) + " against " + fmt_ratio(l.seed_ratio) + ")";
+  // Overlapping ranges: the rounds do not tell before and after apart.
+  if (ours != 0 && l.before.min <= l.after.max && l.after.min <= l.before.max)
+    s += ", within the run-to-run spread (the min-max ranges overlap)";
+  return s + ": " + def.departure;
 }
 
 }  // namespace
