@@ -43,7 +43,7 @@ std::string script(const ExperimentResult& r, const std::string& stem) {
        " (after), normalised to each row's before\" noenhanced\n";
   s += "set datafile missing '?'\n";
   s += "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n";
-  s += "set boxwidth 0.9\nset grid ytics\nset yrange [0:*]\nset ylabel 'after / before'\n";
+  s += "set boxwidth 0.9\nset offsets 0, 0, graph 0.08, 0\nset grid ytics\nset yrange [0:*]\nset ylabel 'after / before'\n";
   s += "set xtics rotate by -25 left noenhanced\nset key top left\nset bmargin 9\nset rmargin 12\n";
   s += "plot '" + stem + ".dat' using 2:xtic(1) title 'blkmq before' lc rgb '#9ecae1', "
        "'' using 3 title 'blkmq after' lc rgb '#3182bd', '' using 4 title 'seed before' lc rgb '#fdae6b', "
