@@ -5,11 +5,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,10 +32,15 @@ struct Options {
   std::string scratch;     // empty: the results folder
 };
 
-std::string first_line(const std::string& path, const std::string& prefix) {
+// The value of the first "KEY : value" line of a /proc file whose key starts
+// with `prefix` ("" if none).
+std::string proc_value(const std::string& path, const std::string& prefix) {
   std::ifstream f(path);
-  for (std::string l; std::getline(f, l);)
-    if (l.compare(0, prefix.size(), prefix) == 0) return l.substr(l.find(':') == std::string::npos ? 0 : l.find(':') + 2);
+  for (std::string l; std::getline(f, l);) {
+    const size_t colon = l.find(':');
+    if (l.compare(0, prefix.size(), prefix) == 0 && colon != std::string::npos)
+      return l.substr(std::min(l.size(), colon + 2));
+  }
   return "";
 }
 
@@ -49,7 +54,7 @@ std::string loadavg() {
 Machine machine() {
   Machine m;
   m.cpus = static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN));
-  m.model = first_line("/proc/cpuinfo", "model name");
+  m.model = proc_value("/proc/cpuinfo", "model name");
   if (m.model.empty()) m.model = "unknown CPU model";
   utsname u{};
   if (uname(&u) == 0) m.kernel = std::string(u.sysname) + " " + u.release;
