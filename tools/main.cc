@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bench/bench.h"
+#include "nbd/nbd_tool.h"
 #include "reproduce/reproduce.h"
 
 namespace {
@@ -18,6 +19,7 @@ constexpr Command kCommands[] = {
     {"bench", "load generator with fio's options and output (blkmq bench --help)", bench::bench_main},
     {"reproduce", "the four seed experiments side by side with the seeds' numbers (blkmq reproduce --help)",
      repro::reproduce_main},
+    {"nbd", "serve a blkmq device to NBD clients (blkmq nbd --help)", nbdtool::nbd_main},
 };
 
 int usage(FILE* out) {

@@ -66,6 +66,7 @@ uint32_t validate_request(const Request& r, const ExportLimits& lim) {
     default:
       break;
   }
+  if ((r.type == kCmdTrim && !lim.trim) || (r.type == kCmdWriteZeroes && !lim.write_zeroes)) return kErrInval;
   if (lim.read_only && (r.type == kCmdWrite || r.type == kCmdTrim || r.type == kCmdWriteZeroes)) return kErrPerm;
   if (r.length == 0) return kErrInval;  // unspecified by the spec; nbdkit answers EINVAL too
   if ((r.type == kCmdRead || r.type == kCmdWrite) && r.length > lim.max_payload) return kErrOverflow;

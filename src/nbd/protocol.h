@@ -149,6 +149,8 @@ struct ExportLimits {
   bool structured = false;       // structured replies agreed (DF allowed)
   bool meta_context = false;     // a meta context is selected (BLOCK_STATUS allowed)
   bool fast_zero = true;         // SEND_FAST_ZERO advertised
+  bool trim = true;              // SEND_TRIM advertised
+  bool write_zeroes = true;      // SEND_WRITE_ZEROES advertised
   bool shutting_down = false;
 };
 

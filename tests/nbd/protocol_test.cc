@@ -85,6 +85,9 @@ TEST(NbdProtocol, EachBadRequestGetsTheSpecsError) {
   EXPECT_EQ(validate_request(req(kCmdWriteZeroes, 0, 128u << 20), lim), 0u);            // zeroes may be longer
   lim.fast_zero = false;
   EXPECT_EQ(validate_request(req(kCmdWriteZeroes, 0, 512, kCmdFlagFastZero), lim), kErrInval);
+  lim.trim = false;
+  EXPECT_EQ(validate_request(req(kCmdTrim, 0, 512), lim), kErrInval);  // not advertised
+  lim.trim = true;
   lim.read_only = true;
   EXPECT_EQ(validate_request(req(kCmdWrite, 0, 512), lim), kErrPerm);
   EXPECT_EQ(validate_request(req(kCmdTrim, 0, 512), lim), kErrPerm);

@@ -1,0 +1,325 @@
+#include "nbd/connection.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "blkmq/plug.h"
+#include "blkmq/status.h"
+#include "nbd/wire.h"
+
+namespace blkmq::nbd {
+
+// One request from header to reply. Owned by the connection from the
+// header's arrival until its reply is sent.
+struct Connection::InFlight {
+  Connection* c = nullptr;
+  Request req;
+  Bio bio;
+  iovec iov{};
+  std::unique_ptr<char[]> buf;  // READ: filled by the device; WRITE: the payload
+  uint64_t bytes = 0;           // buffer bytes counted against ConnLimits
+  uint32_t error = 0;           // NBD error of the reply
+};
+
+namespace {
+
+constexpr size_t kReadChunk = 256 * 1024;
+
+// The NBD error for a block status (the spec's list; anything else is EIO).
+uint32_t nbd_error(BlkStatus st) {
+  switch (-blk_status_to_errno(st)) {
+    case 0: return 0;
+    case EPERM: return kErrPerm;
+    case ENOSPC: return kErrNoSpc;
+    case EINVAL: return kErrInval;
+    case EOVERFLOW: return kErrOverflow;
+    case EOPNOTSUPP: return kErrNotSup;
+    case ESHUTDOWN: return kErrShutdown;
+    default: return kErrIo;
+  }
+}
+
+ReqOp op_of(uint16_t type) {
+  switch (type) {
+    case kCmdWrite: return ReqOp::write;
+    case kCmdFlush: return ReqOp::flush;
+    case kCmdTrim: return ReqOp::discard;
+    case kCmdWriteZeroes: return ReqOp::write_zeroes;
+    default: return ReqOp::read;
+  }
+}
+
+}  // namespace
+
+Connection::Connection(int fd, const HandshakeConfig& cfg, const std::vector<Export>& exports, ConnLimits lim)
+    : fd_(fd), cfg_(cfg), exports_(exports), lim_(lim), hs_(cfg) {}
+
+Connection::~Connection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Connection::stop() {
+  stopping_.store(true);
+  ::shutdown(fd_, SHUT_RD);  // wakes a reader blocked in recv
+}
+
+bool Connection::send_all(const char* p, size_t n) {
+  while (n > 0 && !send_failed_.load(std::memory_order_relaxed)) {
+    const ssize_t k = ::send(fd_, p, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      send_failed_.store(true);
+      return false;
+    }
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return !send_failed_.load(std::memory_order_relaxed);
+}
+
+bool Connection::send_all(const std::string& s) { return send_all(s.data(), s.size()); }
+
+// Appends at least one byte (up to `want`, at least kReadChunk) to *pending;
+// false on EOF, an error or stop().
+bool Connection::read_more(std::string* pending, size_t want) {
+  const size_t old = pending->size();
+  const size_t chunk = want > kReadChunk ? want : kReadChunk;
+  pending->resize(old + chunk);
+  ssize_t k;
+  do {
+    k = ::recv(fd_, pending->data() + old, chunk, 0);
+  } while (k < 0 && errno == EINTR);
+  pending->resize(old + (k > 0 ? static_cast<size_t>(k) : 0));
+  if (k <= 0) reason_ = k == 0 ? "client closed the connection" : "receive failed";
+  return k > 0 && !stopping_.load();
+}
+
+bool Connection::handshake() {
+  if (!send_all(Handshake::greeting())) return false;
+  std::string pending, out;
+  while (hs_.state() == Handshake::State::client_flags || hs_.state() == Handshake::State::options) {
+    if (!read_more(&pending, 0)) return false;
+    out.clear();
+    pending.erase(0, hs_.consume(pending, &out));
+    if (!out.empty() && !send_all(out)) return false;
+  }
+  if (hs_.state() != Handshake::State::transmission) {
+    reason_ = hs_.state() == Handshake::State::closed ? hs_.close_reason() : "STARTTLS without TLS support";
+    return false;
+  }
+  exp_ = &exports_[static_cast<size_t>(hs_.selected() - cfg_.exports.data())];
+  xlim_.size = exp_->def.size;
+  xlim_.min_block = exp_->def.min_block;
+  xlim_.max_payload = exp_->def.max_block;
+  xlim_.read_only = exp_->def.tx_flags & kTxReadOnly;
+  xlim_.structured = hs_.structured();
+  xlim_.meta_context = false;  // base:allocation is not served yet
+  xlim_.fast_zero = exp_->def.tx_flags & kTxSendFastZero;
+  xlim_.trim = exp_->def.tx_flags & kTxSendTrim;
+  xlim_.write_zeroes = exp_->def.tx_flags & kTxSendWriteZeroes;
+  // Bytes after GO's ACK are already requests; keep them for transmission.
+  leftover_ = std::move(pending);
+  return true;
+}
+
+void Connection::run() {
+  std::thread w([this] { writer(); });
+  if (handshake()) transmission();
+  wait_idle();
+  {
+    std::lock_guard g(mu_);
+    writer_exit_ = true;
+  }
+  cv_.notify_all();
+  w.join();
+  // The client waits for the close after DISC: end the stream now. The
+  // descriptor itself is closed by the destructor, so a late stop() never
+  // touches a reused descriptor number.
+  ::shutdown(fd_, SHUT_RDWR);
+}
+
+// Reads requests until DISC, EOF or stop(). Every whole request in the
+// buffer is submitted under one plug, so a batch the client sent together
+// reaches the queue together; the plug is flushed before the reader waits
+// for room or for more bytes, or its requests could never complete.
+void Connection::transmission() {
+  std::string pending = std::move(leftover_);
+  size_t pos = 0;
+  for (;;) {
+    {
+      Plug plug(32);
+      pos = take_requests(pending, pos);
+    }
+    if (!reason_.empty() || stopping_.load()) return;
+    if (need_room_) {
+      need_room_ = false;
+      wait_for_room(room_wanted_);
+      continue;
+    }
+    pending.erase(0, pos);
+    pos = 0;
+    // Ask for the whole of a WRITE whose header has arrived.
+    size_t want = 0;
+    Request r;
+    if (pending.size() >= kRequestSize && parse_request(std::string_view(pending).substr(0, kRequestSize), &r))
+      want = kRequestSize + request_payload(r) - pending.size();
+    if (!read_more(&pending, want)) return;
+  }
+}
+
+// Takes whole requests from pending[pos..]: validates, submits or answers
+// each. Returns the new position; sets reason_ when the connection must end.
+size_t Connection::take_requests(const std::string& pending, size_t pos) {
+  while (pending.size() - pos >= kRequestSize) {
+    Request r;
+    if (!parse_request(std::string_view(pending).substr(pos, kRequestSize), &r)) {
+      reason_ = "bad request magic";
+      return pos;
+    }
+    const uint64_t payload = request_payload(r);
+    // The spec allows a hard disconnect for payloads over 32 MiB: the server
+    // would otherwise have to read and drop up to 4 GiB.
+    if (payload > kMaxPayload) {
+      reason_ = "WRITE payload over 32 MiB";
+      return pos;
+    }
+    if (pending.size() - pos < kRequestSize + payload) return pos;  // the payload is still arriving
+    if (r.type == kCmdDisc) {
+      reason_ = "client sent DISC";
+      return pos + kRequestSize;
+    }
+    const uint32_t err = validate_request(r, xlim_);
+    const bool has_buf = err == 0 && (r.type == kCmdRead || r.type == kCmdWrite);
+    if (!has_room(has_buf ? r.length : 0)) {
+      need_room_ = true;  // flush the plug, then wait
+      room_wanted_ = has_buf ? r.length : 0;
+      return pos;
+    }
+    if (err != 0 || r.type == kCmdCache) {
+      reply_now(r, err);  // CACHE is advisory: nothing to do
+    } else {
+      auto* io = new InFlight;
+      io->c = this;
+      io->req = r;
+      if (has_buf) {
+        io->buf.reset(new char[r.length]);
+        io->bytes = r.length;
+        if (r.type == kCmdWrite) std::memcpy(io->buf.get(), pending.data() + pos + kRequestSize, r.length);
+      }
+      submit(io);
+    }
+    pos += kRequestSize + payload;
+  }
+  return pos;
+}
+
+bool Connection::has_room(uint64_t bytes) {
+  std::lock_guard g(mu_);
+  if (inflight_ == 0) return true;  // one request always fits, whatever its size
+  return inflight_ < lim_.max_requests && inflight_bytes_ + bytes <= lim_.max_bytes;
+}
+
+void Connection::wait_for_room(uint64_t bytes) {
+  std::unique_lock l(mu_);
+  cv_.wait(l, [&] {
+    return inflight_ == 0 || (inflight_ < lim_.max_requests && inflight_bytes_ + bytes <= lim_.max_bytes);
+  });
+}
+
+void Connection::wait_idle() {
+  std::unique_lock l(mu_);
+  cv_.wait(l, [&] { return inflight_ == 0; });
+}
+
+void Connection::submit(InFlight* io) {
+  {
+    std::lock_guard g(mu_);
+    inflight_++;
+    inflight_bytes_ += io->bytes;
+  }
+  const Request& r = io->req;
+  Bio& b = io->bio;
+  b.op = op_of(r.type);
+  b.flags = (r.flags & kCmdFlagFua) && b.op != ReqOp::read ? uint32_t{kBioFua} : 0u;
+  if (b.op == ReqOp::write) b.flags |= kBioSync;
+  b.sector = r.offset >> kSectorShift;
+  b.size = b.op == ReqOp::flush ? 0 : r.length;
+  if (io->buf) {
+    io->iov = {io->buf.get(), r.length};
+    b.vec = &io->iov;
+    b.nr_vecs = 1;
+  }
+  b.end_io = &Connection::end_io;
+  b.private_data = io;
+  exp_->q->submit_bio(&b);
+}
+
+// A refused request (or CACHE): its reply is queued at once.
+void Connection::reply_now(const Request& r, uint32_t error) {
+  auto* io = new InFlight;
+  io->c = this;
+  io->req = r;
+  io->error = error;
+  {
+    std::lock_guard g(mu_);
+    inflight_++;
+  }
+  complete(io);
+}
+
+// Any context, the driver's hardirq one included: queue the reply, wake the writer.
+void Connection::end_io(Bio* bio) {
+  auto* io = static_cast<InFlight*>(bio->private_data);
+  io->error = nbd_error(bio->status);
+  io->c->complete(io);
+}
+
+void Connection::complete(InFlight* io) {
+  {
+    std::lock_guard g(mu_);
+    done_.push_back(io);
+  }
+  cv_.notify_all();
+}
+
+void Connection::writer() {
+  std::unique_lock l(mu_);
+  for (;;) {
+    cv_.wait(l, [&] { return !done_.empty() || writer_exit_; });
+    if (done_.empty()) return;  // writer_exit_ and nothing left
+    InFlight* io = done_.front();
+    done_.pop_front();
+    l.unlock();
+    send_reply(io);
+    const uint64_t bytes = io->bytes;
+    delete io;
+    l.lock();
+    inflight_--;
+    inflight_bytes_ -= bytes;
+    cv_.notify_all();
+  }
+}
+
+// A READ under structured replies gets one OFFSET_DATA chunk (or an ERROR
+// chunk); every other reply is simple, which the spec allows for non-reads.
+// After a failed send, replies are dropped: the client is gone.
+void Connection::send_reply(InFlight* io) {
+  const Request& r = io->req;
+  const bool data = r.type == kCmdRead && io->error == 0;
+  if (r.type == kCmdRead && xlim_.structured) {
+    if (data) {
+      send_all(offset_data_chunk(r.cookie, r.offset, r.length, true)) && send_all(io->buf.get(), r.length);
+    } else {
+      send_all(error_chunk(r.cookie, io->error, "request failed"));
+    }
+    return;
+  }
+  if (send_all(simple_reply(r.cookie, io->error)) && data) send_all(io->buf.get(), r.length);
+}
+
+}  // namespace blkmq::nbd

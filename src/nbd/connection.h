@@ -1,0 +1,101 @@
+// One NBD client connection: the handshake on the socket, then the
+// transmission loop. Each request becomes a bio on the export's queue, so
+// the queue's scheduler and merging order every client's I/O; replies go
+// out as requests complete, in completion order.
+//
+// Threads: run() is the reader (handshake, request headers, WRITE payloads,
+// submission under one plug per socket read); a writer thread sends the
+// replies that end_io hands it, since end_io may run in a driver's hardirq
+// context and must not block on a socket.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "blkmq/queue.h"
+#include "nbd/handshake.h"
+
+namespace blkmq::nbd {
+
+// An export: what the handshake advertises and the queue that serves it.
+struct Export {
+  ExportDef def;
+  Queue* q = nullptr;
+};
+
+// Bounds on one connection's requests in flight: the reader stops reading
+// while either is reached, so a client that floods requests or never reads
+// its replies cannot make the server's memory grow.
+struct ConnLimits {
+  unsigned max_requests = 128;
+  uint64_t max_bytes = 64ull << 20;  // buffers of requests in flight (one request may exceed it alone)
+};
+
+class Connection {
+ public:
+  // Takes ownership of `fd` (closed by run()). `cfg` lists the same exports
+  // as `exports`, in the same order; both must outlive the connection.
+  Connection(int fd, const HandshakeConfig& cfg, const std::vector<Export>& exports, ConnLimits lim = {});
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Serves the connection until the client disconnects (DISC, EOF, an error,
+  // a protocol violation) or stop() is called; every submitted request has
+  // completed (and its reply was sent, if the socket still takes it) when it
+  // returns. Blocking; call once, on the connection's own thread.
+  void run();
+  // Any thread: stop reading new requests; in-flight ones finish and are
+  // answered. Safe before, during or after run().
+  void stop();
+
+  // What ended the connection (for the server's log), valid after run().
+  const std::string& end_reason() const { return reason_; }
+
+ private:
+  struct InFlight;
+
+  bool handshake();
+  void transmission();
+  size_t take_requests(const std::string& pending, size_t pos);
+  void submit(InFlight* io);
+  void reply_now(const Request& r, uint32_t error);
+  static void end_io(Bio* bio);
+  void complete(InFlight* io);
+  void writer();
+  void send_reply(InFlight* io);
+  bool send_all(const std::string& s);
+  bool send_all(const char* p, size_t n);
+  bool read_more(std::string* pending, size_t want);
+  bool has_room(uint64_t bytes);
+  void wait_for_room(uint64_t bytes);
+  void wait_idle();
+
+  const int fd_;
+  const HandshakeConfig& cfg_;
+  const std::vector<Export>& exports_;
+  const ConnLimits lim_;
+  Handshake hs_;
+  const Export* exp_ = nullptr;
+  ExportLimits xlim_;
+  std::string reason_;
+  std::string leftover_;             // bytes read past the handshake: the first requests
+  uint64_t room_wanted_ = 0;         // reader: the request that did not fit waits for this many bytes
+  bool need_room_ = false;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> send_failed_{false};
+
+  std::mutex mu_;
+  std::condition_variable cv_;       // the writer: replies to send; the reader: room or idle
+  std::deque<InFlight*> done_;       // completed, reply not sent yet
+  unsigned inflight_ = 0;            // submitted or queued for a reply
+  uint64_t inflight_bytes_ = 0;
+  bool writer_exit_ = false;
+};
+
+}  // namespace blkmq::nbd

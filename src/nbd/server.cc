@@ -1,0 +1,129 @@
+#include "nbd/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace blkmq::nbd {
+namespace {
+
+Status sys_error(const std::string& what) { return Status::error(errno, what + ": " + std::strerror(errno)); }
+
+Result<int> listen_unix(const std::string& path) {
+  sockaddr_un a{};
+  if (path.size() >= sizeof a.sun_path) return Status::invalid("socket path too long: " + path);
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return sys_error("socket");
+  ::unlink(path.c_str());
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 64) != 0) {
+    Status st = sys_error("cannot listen on " + path);
+    ::close(fd);
+    return st;
+  }
+  return fd;
+}
+
+Result<int> listen_tcp(const std::string& addr, int port, int* bound) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, addr.c_str(), &a.sin_addr) != 1) return Status::invalid("bad --bind address " + addr);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return sys_error("socket");
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 64) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    Status st = sys_error("cannot listen on " + addr + ":" + std::to_string(port));
+    ::close(fd);
+    return st;
+  }
+  *bound = ntohs(a.sin_port);
+  return fd;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::listen(const ServerConfig& cfg, const HandshakeConfig& hs,
+                                               const std::vector<Export>& exports) {
+  std::unique_ptr<Server> s(new Server(cfg, hs, exports));
+  Result<int> fd = cfg.socket_path.empty() ? listen_tcp(cfg.bind, cfg.port < 0 ? 10809 : cfg.port, &s->port_)
+                                           : listen_unix(cfg.socket_path);
+  if (!fd) return fd.status();
+  s->listen_fd_ = *fd;
+  s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (s->wake_fd_ < 0) return sys_error("eventfd");
+  return s;
+}
+
+Server::~Server() {
+  reap(true);
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  if (!cfg_.socket_path.empty()) ::unlink(cfg_.socket_path.c_str());
+}
+
+std::string Server::uri() const {
+  if (!cfg_.socket_path.empty()) return "nbd+unix:///?socket=" + cfg_.socket_path;
+  return "nbd://" + cfg_.bind + ":" + std::to_string(port_) + "/";
+}
+
+void Server::stop() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+// Joins finished connections (all of them, after stopping them, with `all`).
+void Server::reap(bool all) {
+  std::lock_guard g(mu_);
+  if (all)
+    for (Conn& c : conns_) c.c->stop();
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    if (all || it->done.load()) {
+      it->t.join();
+      it = conns_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Server::serve() {
+  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  for (;;) {
+    if (::poll(fds, 2, 1000) < 0 && errno != EINTR) break;
+    if (fds[1].revents) break;
+    reap(false);
+    if (!(fds[0].revents & POLLIN)) continue;
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on Unix sockets
+    std::lock_guard g(mu_);
+    if (conns_.size() >= cfg_.max_connections) {
+      ::close(fd);  // over the limit: the client sees the connection close before the greeting
+      continue;
+    }
+    Conn& c = conns_.emplace_back();
+    c.c = std::make_unique<Connection>(fd, hs_, exports_, cfg_.conn);
+    c.t = std::thread([&c] {
+      c.c->run();
+      c.done.store(true);
+    });
+  }
+  reap(true);
+}
+
+}  // namespace blkmq::nbd

@@ -1,0 +1,66 @@
+// The NBD listener: a Unix socket or a TCP port (loopback unless told
+// otherwise), one Connection and thread per client, a connection limit, and
+// a clean stop that lets in-flight requests finish.
+#pragma once
+
+#include <atomic>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "blkmq/status.h"
+#include "nbd/connection.h"
+
+namespace blkmq::nbd {
+
+struct ServerConfig {
+  std::string socket_path;          // non-empty: listen on this Unix socket (replaced if it exists)
+  int port = -1;                    // >= 0 without socket_path: TCP (0 picks a free port)
+  std::string bind = "127.0.0.1";   // TCP address
+  unsigned max_connections = 16;    // further clients are closed at once
+  ConnLimits conn;
+};
+
+class Server {
+ public:
+  // Binds and listens; the exports (and `hs`) must outlive the server.
+  // Control thread. Errors name the address.
+  static Result<std::unique_ptr<Server>> listen(const ServerConfig& cfg, const HandshakeConfig& hs,
+                                                const std::vector<Export>& exports);
+  ~Server();
+
+  // Accepts clients until stop(); then stops every connection, waits for
+  // their in-flight requests and returns. Blocking, one thread.
+  void serve();
+  // Any thread (not a signal handler): ends serve().
+  void stop();
+
+  // nbd+unix:///?socket=PATH or nbd://ADDR:PORT/, for clients.
+  std::string uri() const;
+  const std::string& socket_path() const { return cfg_.socket_path; }
+  int port() const { return port_; }
+
+ private:
+  struct Conn {
+    std::unique_ptr<Connection> c;
+    std::thread t;
+    std::atomic<bool> done{false};
+  };
+  Server(const ServerConfig& cfg, const HandshakeConfig& hs, const std::vector<Export>& exports)
+      : cfg_(cfg), hs_(hs), exports_(exports) {}
+  void reap(bool all);
+
+  ServerConfig cfg_;
+  const HandshakeConfig& hs_;
+  const std::vector<Export>& exports_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: stop() wakes the accept loop
+  int port_ = -1;
+  std::mutex mu_;
+  std::list<Conn> conns_;
+};
+
+}  // namespace blkmq::nbd
