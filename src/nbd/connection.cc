@@ -166,8 +166,10 @@ void Connection::transmission() {
     // Ask for the whole of a WRITE whose header has arrived.
     size_t want = 0;
     Request r;
-    if (pending.size() >= kRequestSize && parse_request(std::string_view(pending).substr(0, kRequestSize), &r))
-      want = kRequestSize + request_payload(r) - pending.size();
+    if (pending.size() >= kRequestSize && parse_request(std::string_view(pending).substr(0, kRequestSize), &r)) {
+      const uint64_t need = kRequestSize + request_payload(r);
+      want = need > pending.size() ? static_cast<size_t>(need - pending.size()) : 0;
+    }
     if (!read_more(&pending, want)) return;
   }
 }
