@@ -32,6 +32,21 @@ TEST(BenchEndToEnd, SchedulerAttributesFollowTheScheduler) {
 
 // offset_increment gives each clone its own region: two clones writing
 // 64 KiB each at 0 and 1 MiB, then a verify pass reading both back.
+// As fio does, a job whose file does not exist lays it out at the jobs'
+// extent first (here for the ublk loop target, which cannot create one).
+TEST(BenchEndToEnd, MissingFileIsLaidOutAtTheJobSize) {
+  const std::string f = temp_path("laid_out.img");
+  std::remove(f.c_str());
+  ASSERT_EQ(run_bench({"--driver=ublk", "--target=loop", "--filename=" + f, "--name=x", "--rw=write", "--bs=64k",
+                       "--size=8m"}),
+            0);
+  std::ifstream in(f, std::ios::binary | std::ios::ate);
+  EXPECT_EQ(static_cast<long>(in.tellg()), 8L << 20);
+  std::remove(f.c_str());
+  // Without a size there is nothing to lay out: the driver's own error stands.
+  EXPECT_EQ(run_bench({"--driver=ublk", "--target=loop", "--filename=" + f, "--name=x", "--rw=read"}), 1);
+}
+
 TEST(BenchEndToEnd, OffsetIncrementSeparatesClones) {
   const std::string out = temp_path("offset_inc.json");
   ASSERT_EQ(run_bench({"--memory_backed=1", "--name=x", "--rw=write", "--bs=4k", "--size=64k", "--numjobs=2",
