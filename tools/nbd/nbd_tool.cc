@@ -124,18 +124,20 @@ int run_captive(const std::string& cmd, const blkmq::nbd::Server& s) {
 int nbd_main(int argc, char** argv) {
   Options o;
   if (int rc = parse(argc, argv, &o); rc >= 0) return rc;
-  auto dev = blkmq::create_device(o.driver, o.params);
-  if (!dev) return bad(dev.status().message());
-  blkmq::nbd::HandshakeConfig hs;
-  hs.exports.push_back(export_of(o, **dev));
-  const std::vector<Export> exports = {{hs.exports.front(), &(*dev)->queue()}};
-  // SIGINT and SIGTERM go to the watcher thread only (blocked before any
-  // other thread starts), which stops the server outside signal context.
+  // SIGINT and SIGTERM go to the watcher thread only, which stops the server
+  // outside signal context. They are blocked before the device starts its
+  // threads (kblockd, driver threads): a thread that left them open would
+  // take the signal and die with the process.
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  auto dev = blkmq::create_device(o.driver, o.params);
+  if (!dev) return bad(dev.status().message());
+  blkmq::nbd::HandshakeConfig hs;
+  hs.exports.push_back(export_of(o, **dev));
+  const std::vector<Export> exports = {{hs.exports.front(), &(*dev)->queue()}};
   auto server = blkmq::nbd::Server::listen(o.server, hs, exports);
   if (!server) return bad(server.status().message());
   blkmq::nbd::Server& s = **server;
