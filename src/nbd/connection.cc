@@ -57,14 +57,21 @@ ReqOp op_of(uint16_t type) {
 }  // namespace
 
 Connection::Connection(int fd, const HandshakeConfig& cfg, const std::vector<Export>& exports, ConnLimits lim)
-    : fd_(fd), cfg_(cfg), exports_(exports), lim_(lim), hs_(cfg) {}
+    : fd_(fd), cfg_(cfg), exports_(exports), lim_(lim), hs_(cfg) {
+  const timeval tv{static_cast<time_t>(lim.send_timeout_ms / 1000), static_cast<suseconds_t>(lim.send_timeout_ms % 1000) * 1000};
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
 
 Connection::~Connection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
 void Connection::stop() {
-  stopping_.store(true);
+  {
+    std::lock_guard g(mu_);  // orders the store with a reader about to wait for room
+    stopping_.store(true);
+  }
+  cv_.notify_all();
   ::shutdown(fd_, SHUT_RD);  // wakes a reader blocked in recv
 }
 
@@ -229,7 +236,8 @@ bool Connection::has_room(uint64_t bytes) {
 void Connection::wait_for_room(uint64_t bytes) {
   std::unique_lock l(mu_);
   cv_.wait(l, [&] {
-    return inflight_ == 0 || (inflight_ < lim_.max_requests && inflight_bytes_ + bytes <= lim_.max_bytes);
+    return stopping_.load() || inflight_ == 0 ||
+           (inflight_ < lim_.max_requests && inflight_bytes_ + bytes <= lim_.max_bytes);
   });
 }
 

@@ -34,6 +34,10 @@ struct Export {
 struct ConnLimits {
   unsigned max_requests = 128;
   uint64_t max_bytes = 64ull << 20;  // buffers of requests in flight (one request may exceed it alone)
+  // A reply the client does not take within this long ends the connection
+  // (its other replies are dropped), so a client that stops reading cannot
+  // hold a server thread, or a server stop, forever.
+  unsigned send_timeout_ms = 30000;
 };
 
 class Connection {

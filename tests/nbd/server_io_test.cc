@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -22,7 +23,7 @@ namespace {
 // A memory-backed null device served on a temp socket by a thread.
 class Served {
  public:
-  explicit Served(bool read_only = false, uint64_t size_mib = 64) {
+  explicit Served(bool read_only = false, uint64_t size_mib = 64, ConnLimits lim = {}) {
     path_ = testing::TempDir() + "blkmq_nbd_" + std::to_string(getpid()) + "_" + std::to_string(counter_++) + ".sock";
     auto d = create_device("null", {{"memory_backed", "1"}, {"size", std::to_string(size_mib)}});
     EXPECT_TRUE(d.is_ok()) << d.status().message();
@@ -36,6 +37,7 @@ class Served {
     exports_ = {{e, &dev_->queue()}};
     ServerConfig sc;
     sc.socket_path = path_;
+    sc.conn = lim;
     auto s = Server::listen(sc, hs_, exports_);
     EXPECT_TRUE(s.is_ok()) << s.status().message();
     server_ = std::move(*s);
@@ -189,6 +191,31 @@ TEST(NbdServer, PipelinedRequestsAllComeBack) {
   }
   sender.join();
   for (int n : seen) EXPECT_EQ(n, 1);
+}
+
+// A client that sends requests and never reads a reply: the server's writer
+// blocks on a full socket, the reader on the in-flight limit; stopping the
+// server still finishes, through the send timeout.
+TEST(NbdServer, StopFinishesWithAClientThatNeverReads) {
+  ConnLimits lim;
+  lim.send_timeout_ms = 200;
+  auto srv = std::make_unique<Served>(false, 64, lim);
+  RawClient c(srv->path());
+  ASSERT_TRUE(c.go("disk"));
+  std::string batch;
+  for (int i = 0; i < 2000; i++) {
+    Request r;
+    r.type = kCmdRead;
+    r.cookie = static_cast<uint64_t>(i);
+    r.offset = static_cast<uint64_t>(i % 512) * 65536;
+    r.length = 65536;
+    batch += encode_request(r);
+  }
+  c.send(batch);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  srv.reset();  // stop() and join
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 bool have(const char* tool) { return std::system((std::string("command -v ") + tool + " >/dev/null").c_str()) == 0; }
