@@ -92,8 +92,8 @@ int parse(int argc, char** argv, Options* o) {
   return -1;
 }
 
-ExportDef export_of(const Options& o, const blkmq::Device& dev) {
-  const blkmq::QueueLimits& l = const_cast<blkmq::Device&>(dev).queue().limits();
+ExportDef export_of(const Options& o, blkmq::Device& dev) {
+  const blkmq::QueueLimits& l = dev.queue().limits();
   ExportDef e;
   e.name = o.name;
   e.description = o.description;

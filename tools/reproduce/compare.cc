@@ -63,12 +63,9 @@ int compare_main(int argc, char** argv) {
   e.before = spec.substr(eq + 1, comma - eq - 1);
   e.after = spec.substr(comma + 1);
   e.common.assign(args.begin() + 1, args.end());
-  e.rows = {{"blkmq bench" + [&] {
-               std::string s;
-               for (size_t i = 1; i < args.size(); ++i) s += " " + args[i];
-               return s;
-             }(),
-             {}, {"iops", "bw_mib", "lat_us", "usr_pct", "sys_pct"}, {}, ""}};
+  std::string label = "blkmq bench";
+  for (const std::string& a : e.common) label += " " + a;
+  e.rows = {{label, {}, {key::kIops, key::kBwMib, key::kLatUs, key::kUsrPct, key::kSysPct}, {}, ""}};
   const unsigned ncpus = static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN));
   ExperimentResult r = run_experiment(e, static_cast<unsigned>(rounds), 0, bench_runner(ncpus),
                                       [](const std::string& l) { std::fprintf(stderr, "  %s\n", l.c_str()); });
