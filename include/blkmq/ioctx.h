@@ -35,4 +35,13 @@ struct IoContext {
 // new thread, with a new id. Cost: a thread-local read.
 IoContext* current_io_context();
 
+// A context of its own for a client that is not a thread (an NBD
+// connection): fresh id, default ioprio and weight 100. The caller may set
+// ioprio and weight before its first bio and must not change them while its
+// bios are in flight. Release it only after every request that carries it has
+// completed; it returns to the pool the thread contexts use and is never
+// freed. Any thread; cost: one mutex.
+IoContext* acquire_io_context();
+void release_io_context(IoContext* ioc);
+
 }  // namespace blkmq

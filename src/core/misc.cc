@@ -75,27 +75,31 @@ IocPool& ioc_pool() {
   return *p;
 }
 
-struct ThreadIoc {
-  IoContext* ioc;
-  ThreadIoc() {
-    static std::atomic<uint64_t> next_id{1};
-    IocPool& p = ioc_pool();
-    {
-      std::lock_guard lk(p.lock);
-      if (!p.free.empty()) {
-        ioc = p.free.back();
-        p.free.pop_back();
-      } else {
-        ioc = new IoContext;
-      }
-    }
-    *ioc = IoContext{kIoprioDefault, 100, next_id.fetch_add(1, std::memory_order_relaxed), nullptr};
-  }
-  ~ThreadIoc() {
-    IocPool& p = ioc_pool();
+IoContext* pool_take() {
+  static std::atomic<uint64_t> next_id{1};
+  IocPool& p = ioc_pool();
+  IoContext* ioc = nullptr;
+  {
     std::lock_guard lk(p.lock);
-    p.free.push_back(ioc);
+    if (!p.free.empty()) {
+      ioc = p.free.back();
+      p.free.pop_back();
+    }
   }
+  if (!ioc) ioc = new IoContext;
+  *ioc = IoContext{kIoprioDefault, 100, next_id.fetch_add(1, std::memory_order_relaxed), nullptr};
+  return ioc;
+}
+
+void pool_give(IoContext* ioc) {
+  IocPool& p = ioc_pool();
+  std::lock_guard lk(p.lock);
+  p.free.push_back(ioc);
+}
+
+struct ThreadIoc {
+  IoContext* ioc = pool_take();
+  ~ThreadIoc() { pool_give(ioc); }
 };
 
 }  // namespace
@@ -104,6 +108,9 @@ IoContext* current_io_context() {
   thread_local ThreadIoc t;
   return t.ioc;
 }
+
+IoContext* acquire_io_context() { return pool_take(); }
+void release_io_context(IoContext* ioc) { pool_give(ioc); }
 
 namespace {
 

@@ -57,13 +57,14 @@ ReqOp op_of(uint16_t type) {
 }  // namespace
 
 Connection::Connection(int fd, const HandshakeConfig& cfg, const std::vector<Export>& exports, ConnLimits lim)
-    : fd_(fd), cfg_(cfg), exports_(exports), lim_(lim), hs_(cfg) {
+    : fd_(fd), cfg_(cfg), exports_(exports), lim_(lim), hs_(cfg), ioc_(acquire_io_context()) {
   const timeval tv{static_cast<time_t>(lim.send_timeout_ms / 1000), static_cast<suseconds_t>(lim.send_timeout_ms % 1000) * 1000};
   ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 Connection::~Connection() {
   if (fd_ >= 0) ::close(fd_);
+  release_io_context(ioc_);  // run() returned only after every request completed
 }
 
 void Connection::stop() {
@@ -120,6 +121,7 @@ bool Connection::handshake() {
     return false;
   }
   exp_ = &exports_[static_cast<size_t>(hs_.selected() - cfg_.exports.data())];
+  ioc_->weight = exp_->weight;
   xlim_.size = exp_->def.size;
   xlim_.min_block = exp_->def.min_block;
   xlim_.max_payload = exp_->def.max_block;
@@ -264,6 +266,7 @@ void Connection::submit(InFlight* io) {
     b.vec = &io->iov;
     b.nr_vecs = 1;
   }
+  b.ioc = ioc_;
   b.end_io = &Connection::end_io;
   b.private_data = io;
   exp_->q->submit_bio(&b);

@@ -17,15 +17,21 @@
 #include <string>
 #include <vector>
 
+#include "blkmq/ioctx.h"
 #include "blkmq/queue.h"
 #include "nbd/handshake.h"
 
 namespace blkmq::nbd {
 
 // An export: what the handshake advertises and the queue that serves it.
+// Several exports may share one queue (names that give their clients
+// different weights on one device).
 struct Export {
   ExportDef def;
   Queue* q = nullptr;
+  // The bfq weight (1..1000) of each connection to this export: every
+  // connection is an I/O context of its own, as a process is in the kernel.
+  uint16_t weight = 100;
 };
 
 // Bounds on one connection's requests in flight: the reader stops reading
@@ -86,6 +92,7 @@ class Connection {
   const ConnLimits lim_;
   Handshake hs_;
   const Export* exp_ = nullptr;
+  IoContext* const ioc_;             // this connection's I/O context (bfq's queue and weight)
   ExportLimits xlim_;
   std::string reason_;
   std::string leftover_;             // bytes read past the handshake: the first requests

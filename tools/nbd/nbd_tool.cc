@@ -3,12 +3,14 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <set>
 #include <vector>
 
 #include "blkmq/device.h"
@@ -20,21 +22,34 @@ namespace {
 using blkmq::nbd::Export;
 using blkmq::nbd::ExportDef;
 
-struct Options {
-  blkmq::nbd::ServerConfig server;
+// One export: its device, made as blkmq bench makes one, and what the
+// handshake says of it.
+struct ExportOpts {
+  std::string name, description;
   std::string driver = "null";
   blkmq::ParamMap params;  // driver parameters and attr:PATH
-  std::string name, description, run;
   bool read_only = false;
+  uint16_t weight = 100;
+  std::vector<std::pair<std::string, uint16_t>> aliases;  // more names for this device, each with its weight
+};
+
+struct Options {
+  blkmq::nbd::ServerConfig server;
+  std::vector<ExportOpts> exports{1};
+  std::string run;
 };
 
 constexpr const char* kUsage =
-    "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--name EXPORT] [--description TEXT]\n"
-    "                 [--read-only] [--connections N] [--run CMD] [--driver NAME] [--scheduler NAME]\n"
-    "                 [--attr PATH=VALUE ...] [--DRIVER-PARAM=VALUE ...]\n"
-    "Serves one blkmq device (made as blkmq bench makes it) to NBD clients. Without --socket or --port it\n"
-    "listens on 127.0.0.1:10809. --run CMD starts the server, runs CMD with $uri (and $unixsocket) set,\n"
-    "and exits with its status. SIGTERM and SIGINT stop it after in-flight requests finish.\n";
+    "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--run CMD]\n"
+    "                 EXPORT [--export NAME EXPORT ...]\n"
+    "  EXPORT: [--name NAME] [--description TEXT] [--read-only] [--weight W] [--alias NAME=W ...]\n"
+    "          [--driver NAME] [--scheduler NAME] [--attr PATH=VALUE ...] [--DRIVER-PARAM=VALUE ...]\n"
+    "Serves blkmq devices (each made as blkmq bench makes it) to NBD clients. Options after --export NAME\n"
+    "describe that export's own device; the first export is the default one. Each connection is an I/O\n"
+    "context of its own with its export's --weight (bfq, 1..1000, default 100); --alias NAME=W adds a\n"
+    "name for the same device whose connections get weight W. Without --socket or --port it listens on\n"
+    "127.0.0.1:10809. --run CMD starts the server, runs CMD with $uri (and $unixsocket) set, and exits\n"
+    "with its status. SIGTERM and SIGINT stop it after in-flight requests finish.\n";
 
 int bad(const std::string& msg) {
   std::fprintf(stderr, "blkmq nbd: %s\n%s", msg.c_str(), kUsage);
@@ -50,8 +65,28 @@ bool number(const std::string& s, unsigned long lo, unsigned long hi, unsigned l
   return true;
 }
 
+// An option of the export being described; false if `key` is not one or
+// its value is bad (*err says which).
+bool export_option(const std::string& key, const std::string& value, ExportOpts* e, std::string* err) {
+  unsigned long n = 0;
+  const size_t eq = value.find('=');
+  if (key == "name") e->name = value;
+  else if (key == "description") e->description = value;
+  else if (key == "driver") e->driver = value;
+  else if (key == "scheduler") e->params["attr:queue/scheduler"] = value;
+  else if (key == "weight" && number(value, 1, 1000, &n)) e->weight = static_cast<uint16_t>(n);
+  else if (key == "attr" && eq != std::string::npos && eq > 0)
+    e->params["attr:" + value.substr(0, eq)] = value.substr(eq + 1);
+  else if (key == "alias" && eq != std::string::npos && number(value.substr(eq + 1), 1, 1000, &n))
+    e->aliases.emplace_back(value.substr(0, eq), static_cast<uint16_t>(n));
+  else if (key == "weight" || key == "attr" || key == "alias") *err = "bad value '" + value + "' for --" + key;
+  else e->params[key] = value;
+  return err->empty();
+}
+
 // --key=value or --key value; flags take no value. Unknown keys are the
-// driver's parameters (create_device refuses the ones it does not know).
+// current export's driver parameters (create_device refuses the ones it does
+// not know).
 int parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -61,10 +96,10 @@ int parse(int argc, char** argv, Options* o) {
     }
     if (a.rfind("--", 0) != 0) return bad("unexpected argument '" + a + "'");
     if (a == "--read-only" || a == "--readonly") {
-      o->read_only = true;
+      o->exports.back().read_only = true;
       continue;
     }
-    std::string key = a.substr(2), value;
+    std::string key = a.substr(2), value, err;
     if (const size_t eq = key.find('='); eq != std::string::npos) {
       value = key.substr(eq + 1);
       key.resize(eq);
@@ -78,21 +113,16 @@ int parse(int argc, char** argv, Options* o) {
     else if (key == "port" && number(value, 0, 65535, &n)) o->server.port = static_cast<int>(n);
     else if (key == "bind") o->server.bind = value;
     else if (key == "connections" && number(value, 1, 4096, &n)) o->server.max_connections = static_cast<unsigned>(n);
-    else if (key == "name") o->name = value;
-    else if (key == "description") o->description = value;
     else if (key == "run") o->run = value;
-    else if (key == "driver") o->driver = value;
-    else if (key == "scheduler") o->params["attr:queue/scheduler"] = value;
-    else if (key == "attr" && value.find('=') != std::string::npos && value.find('=') > 0)
-      o->params["attr:" + value.substr(0, value.find('='))] = value.substr(value.find('=') + 1);
-    else if (key == "port" || key == "connections" || key == "attr") return bad("bad value '" + value + "' for --" + key);
-    else o->params[key] = value;
+    else if (key == "export") o->exports.emplace_back().name = value;
+    else if (key == "port" || key == "connections") return bad("bad value '" + value + "' for --" + key);
+    else if (!export_option(key, value, &o->exports.back(), &err)) return bad(err);
   }
   if (!o->server.socket_path.empty() && o->server.port >= 0) return bad("--socket and --port exclude each other");
   return -1;
 }
 
-ExportDef export_of(const Options& o, blkmq::Device& dev) {
+ExportDef export_of(const ExportOpts& o, blkmq::Device& dev) {
   const blkmq::QueueLimits& l = dev.queue().limits();
   ExportDef e;
   e.name = o.name;
@@ -108,6 +138,28 @@ ExportDef export_of(const Options& o, blkmq::Device& dev) {
   if (l.max_discard_sectors) e.tx_flags |= blkmq::nbd::kTxSendTrim;
   if (l.max_write_zeroes_sectors) e.tx_flags |= blkmq::nbd::kTxSendWriteZeroes;
   return e;
+}
+
+// The devices, and the exports the handshake lists (aliases after their
+// export, with the same device), in `hs` and `exports` in the same order.
+blkmq::Status make_exports(const Options& o, std::vector<std::unique_ptr<blkmq::Device>>* devs,
+                           blkmq::nbd::HandshakeConfig* hs, std::vector<Export>* exports) {
+  std::set<std::string> names;
+  for (const ExportOpts& eo : o.exports) {
+    auto dev = blkmq::create_device(eo.driver, eo.params);
+    if (!dev) return blkmq::Status::invalid("export '" + eo.name + "': " + dev.status().message());
+    blkmq::Device& d = *devs->emplace_back(std::move(*dev));
+    const ExportDef def = export_of(eo, d);
+    std::vector<std::pair<std::string, uint16_t>> named = {{eo.name, eo.weight}};
+    named.insert(named.end(), eo.aliases.begin(), eo.aliases.end());
+    for (const auto& [name, weight] : named) {
+      if (!names.insert(name).second) return blkmq::Status::invalid("export name '" + name + "' given twice");
+      hs->exports.push_back(def);
+      hs->exports.back().name = name;
+      exports->push_back({hs->exports.back(), &d.queue(), weight});
+    }
+  }
+  return blkmq::Status::ok();
 }
 
 // Runs --run's command with $uri and $unixsocket set; its exit status.
@@ -133,16 +185,20 @@ int nbd_main(int argc, char** argv) {
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  auto dev = blkmq::create_device(o.driver, o.params);
-  if (!dev) return bad(dev.status().message());
+  std::vector<std::unique_ptr<blkmq::Device>> devs;
   blkmq::nbd::HandshakeConfig hs;
-  hs.exports.push_back(export_of(o, **dev));
-  const std::vector<Export> exports = {{hs.exports.front(), &(*dev)->queue()}};
+  std::vector<Export> exports;
+  if (blkmq::Status st = make_exports(o, &devs, &hs, &exports); !st) return bad(st.message());
   auto server = blkmq::nbd::Server::listen(o.server, hs, exports);
   if (!server) return bad(server.status().message());
   blkmq::nbd::Server& s = **server;
-  std::fprintf(stderr, "blkmq nbd: serving %s (%s, %llu bytes) at %s\n", o.name.empty() ? "the default export" : o.name.c_str(),
-               o.driver.c_str(), static_cast<unsigned long long>(hs.exports.front().size), s.uri().c_str());
+  for (const Export& e : exports) {
+    const std::string name = e.def.name.empty() ? "the default export" : "'" + e.def.name + "'";
+    const std::string driver =
+        (*std::find_if(devs.begin(), devs.end(), [&](const auto& d) { return &d->queue() == e.q; }))->driver_name();
+    std::fprintf(stderr, "blkmq nbd: serving %s (%s, %llu bytes, weight %u) at %s\n", name.c_str(), driver.c_str(),
+                 static_cast<unsigned long long>(e.def.size), e.weight, s.uri().c_str());
+  }
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     const timespec tick{0, 100 * 1000 * 1000};
