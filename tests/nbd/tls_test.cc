@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "nbd/nbd_test_util.h"
 
@@ -216,6 +217,27 @@ TEST_F(NbdTls, StalledTlsHandshakeIsBoundedAndStopDoesNotWaitForIt) {
   const auto t0 = std::chrono::steady_clock::now();
   srv.reset();  // stop() and join
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// A TLS client idle in transmission (libnbd's Python binding, which can
+// hold a connection open): a server stop wakes the reader out of
+// gnutls_record_recv at once, through shutdown(SHUT_RD), as it does without
+// TLS; it does not wait for the client.
+TEST_F(NbdTls, StopWakesAReaderInsideTls) {
+  if (std::system("/usr/bin/python3 -c 'import nbd' 2>/dev/null") != 0) GTEST_SKIP() << "python3-libnbd is not installed";
+  auto srv = std::make_unique<Served>(false, 64, ConnLimits{}, psk(TlsMode::require));
+  const std::string up = dir_ + "/client_up";
+  std::remove(up.c_str());
+  const std::string script = "import nbd, time\nh = nbd.NBD()\nh.set_uri_allow_local_file(True)\nh.connect_uri(\"" +
+                             psk_uri(*srv) + "\")\nh.pread(512, 0)\nopen(\"" + up + "\", \"w\").close()\ntime.sleep(5)\n";
+  std::ofstream(dir_ + "/idle.py") << script;
+  std::thread client([&] { run_bounded("/usr/bin/python3 " + dir_ + "/idle.py", 30); });
+  for (int i = 0; i < 1000 && access(up.c_str(), F_OK) != 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(access(up.c_str(), F_OK), 0) << "the client never got through TLS";
+  const auto t0 = std::chrono::steady_clock::now();
+  srv.reset();  // stop() and join
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+  client.join();
 }
 
 // Server::listen refuses bad credentials with the file's name, and the
