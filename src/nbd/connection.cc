@@ -56,8 +56,9 @@ ReqOp op_of(uint16_t type) {
 
 }  // namespace
 
-Connection::Connection(int fd, const HandshakeConfig& cfg, const std::vector<Export>& exports, ConnLimits lim)
-    : fd_(fd), cfg_(cfg), exports_(exports), lim_(lim), hs_(cfg), ioc_(acquire_io_context()) {
+Connection::Connection(int fd, const HandshakeConfig& cfg, const std::vector<Export>& exports, ConnLimits lim,
+                       const TlsCredentials* tls)
+    : fd_(fd), cfg_(cfg), exports_(exports), lim_(lim), tls_(tls), io_(fd), hs_(cfg), ioc_(acquire_io_context()) {
   const timeval tv{static_cast<time_t>(lim.send_timeout_ms / 1000), static_cast<suseconds_t>(lim.send_timeout_ms % 1000) * 1000};
   ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
@@ -73,13 +74,14 @@ void Connection::stop() {
     stopping_.store(true);
   }
   cv_.notify_all();
-  ::shutdown(fd_, SHUT_RD);  // wakes a reader blocked in recv
+  // Wakes a reader blocked in recv, gnutls_record_recv or the TLS
+  // handshake: each sees EOF.
+  ::shutdown(fd_, SHUT_RD);
 }
 
 bool Connection::send_all(const char* p, size_t n) {
   while (n > 0 && !send_failed_.load(std::memory_order_relaxed)) {
-    const ssize_t k = ::send(fd_, p, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
+    const ssize_t k = io_.send(p, n);
     if (k <= 0) {
       send_failed_.store(true);
       return false;
@@ -98,26 +100,51 @@ bool Connection::read_more(std::string* pending, size_t want) {
   const size_t old = pending->size();
   const size_t chunk = want > kReadChunk ? want : kReadChunk;
   pending->resize(old + chunk);
-  ssize_t k;
-  do {
-    k = ::recv(fd_, pending->data() + old, chunk, 0);
-  } while (k < 0 && errno == EINTR);
+  const ssize_t k = io_.recv(pending->data() + old, chunk);
   pending->resize(old + (k > 0 ? static_cast<size_t>(k) : 0));
-  if (k <= 0) reason_ = k == 0 ? "client closed the connection" : "receive failed";
+  if (k == 0) reason_ = "client closed the connection";
+  if (k < 0) reason_ = io_.tls() ? "TLS receive failed: " + io_.recv_error() : "receive failed";
   return k > 0 && !stopping_.load();
+}
+
+// STARTTLS was ACKed: the TLS handshake on the socket, then haggling
+// resumes inside TLS. A client that sent more after STARTTLS without
+// waiting for the ACK broke the protocol (those bytes are neither option
+// nor TLS record), and is dropped.
+bool Connection::start_tls(const std::string& pending) {
+  if (!pending.empty()) {
+    reason_ = "bytes after STARTTLS before its ACK";
+    return false;
+  }
+  if (tls_ == nullptr) {
+    reason_ = "STARTTLS without TLS credentials";
+    return false;
+  }
+  if (Status st = io_.start_tls(*tls_, lim_.tls_handshake_timeout_ms); !st) {
+    reason_ = st.message();
+    return false;
+  }
+  hs_.tls_started();
+  return !stopping_.load();
 }
 
 bool Connection::handshake() {
   if (!send_all(Handshake::greeting())) return false;
   std::string pending, out;
-  while (hs_.state() == Handshake::State::client_flags || hs_.state() == Handshake::State::options) {
+  for (;;) {
+    const Handshake::State st = hs_.state();
+    if (st == Handshake::State::start_tls) {
+      if (!start_tls(pending)) return false;
+      continue;
+    }
+    if (st != Handshake::State::client_flags && st != Handshake::State::options) break;
     if (!read_more(&pending, 0)) return false;
     out.clear();
     pending.erase(0, hs_.consume(pending, &out));
-    if (!out.empty() && !send_all(out)) return false;
+    if (!out.empty() && !send_all(out)) return false;  // STARTTLS's ACK goes out in plaintext
   }
   if (hs_.state() != Handshake::State::transmission) {
-    reason_ = hs_.state() == Handshake::State::closed ? hs_.close_reason() : "STARTTLS without TLS support";
+    reason_ = hs_.close_reason();
     return false;
   }
   exp_ = &exports_[static_cast<size_t>(hs_.selected() - cfg_.exports.data())];
@@ -146,6 +173,9 @@ void Connection::run() {
   }
   cv_.notify_all();
   w.join();
+  // close_notify under TLS, unless a send already failed (the client is not
+  // reading: bye would only wait out the send timeout again).
+  if (!send_failed_.load()) io_.bye();
   // The client waits for the close after DISC: end the stream now. The
   // descriptor itself is closed by the destructor, so a late stop() never
   // touches a reused descriptor number.

@@ -20,6 +20,7 @@
 #include "blkmq/ioctx.h"
 #include "blkmq/queue.h"
 #include "nbd/handshake.h"
+#include "nbd/tls.h"
 
 namespace blkmq::nbd {
 
@@ -44,13 +45,19 @@ struct ConnLimits {
   // (its other replies are dropped), so a client that stops reading cannot
   // hold a server thread, or a server stop, forever.
   unsigned send_timeout_ms = 30000;
+  // Bounds the TLS handshake after STARTTLS, so a client that stalls in it
+  // cannot hold the connection's thread.
+  unsigned tls_handshake_timeout_ms = 10000;
 };
 
 class Connection {
  public:
   // Takes ownership of `fd` (closed by run()). `cfg` lists the same exports
-  // as `exports`, in the same order; both must outlive the connection.
-  Connection(int fd, const HandshakeConfig& cfg, const std::vector<Export>& exports, ConnLimits lim = {});
+  // as `exports`, in the same order; both must outlive the connection, and
+  // so must `tls`: the credentials STARTTLS uses (null: the handshake has
+  // TLS off, or a STARTTLS it ACKs ends the connection).
+  Connection(int fd, const HandshakeConfig& cfg, const std::vector<Export>& exports, ConnLimits lim = {},
+             const TlsCredentials* tls = nullptr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -71,6 +78,7 @@ class Connection {
   struct InFlight;
 
   bool handshake();
+  bool start_tls(const std::string& pending);
   void transmission();
   size_t take_requests(const std::string& pending, size_t pos);
   void submit(InFlight* io);
@@ -90,6 +98,8 @@ class Connection {
   const HandshakeConfig& cfg_;
   const std::vector<Export>& exports_;
   const ConnLimits lim_;
+  const TlsCredentials* const tls_;
+  Transport io_;                     // the socket, or the TLS session on it after STARTTLS
   Handshake hs_;
   const Export* exp_ = nullptr;
   IoContext* const ioc_;             // this connection's I/O context (bfq's queue and weight)

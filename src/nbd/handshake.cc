@@ -45,9 +45,15 @@ size_t Handshake::consume(std::string_view in, std::string* out) {
   return used;
 }
 
+// What was agreed in plaintext is forgotten: a man in the middle could have
+// injected it (nbdkit's CVE-2021-3716 was a STRUCTURED_REPLY kept across
+// STARTTLS), so the client negotiates again inside TLS.
 void Handshake::tls_started() {
   if (state_ != State::start_tls) return;
   tls_active_ = true;
+  structured_ = false;
+  meta_set_ = false;
+  meta_export_.clear();
   state_ = State::options;
 }
 

@@ -59,6 +59,11 @@ Result<int> listen_tcp(const std::string& addr, int port, int* bound) {
 Result<std::unique_ptr<Server>> Server::listen(const ServerConfig& cfg, const HandshakeConfig& hs,
                                                const std::vector<Export>& exports) {
   std::unique_ptr<Server> s(new Server(cfg, hs, exports));
+  if (cfg.tls.mode != TlsMode::off) {
+    auto creds = TlsCredentials::load(cfg.tls);
+    if (!creds) return creds.status();
+    s->tls_ = std::move(*creds);
+  }
   Result<int> fd = cfg.socket_path.empty() ? listen_tcp(cfg.bind, cfg.port < 0 ? 10809 : cfg.port, &s->port_)
                                            : listen_unix(cfg.socket_path);
   if (!fd) return fd.status();
@@ -76,8 +81,10 @@ Server::~Server() {
 }
 
 std::string Server::uri() const {
-  if (!cfg_.socket_path.empty()) return "nbd+unix:///?socket=" + cfg_.socket_path;
-  return "nbd://" + cfg_.bind + ":" + std::to_string(port_) + "/";
+  // With TLS required, the URI a client must use is the nbds one.
+  const std::string scheme = cfg_.tls.mode == TlsMode::require ? "nbds" : "nbd";
+  if (!cfg_.socket_path.empty()) return scheme + "+unix:///?socket=" + cfg_.socket_path;
+  return scheme + "://" + cfg_.bind + ":" + std::to_string(port_) + "/";
 }
 
 void Server::stop() {
@@ -117,7 +124,7 @@ void Server::serve() {
       continue;
     }
     Conn& c = conns_.emplace_back();
-    c.c = std::make_unique<Connection>(fd, hs_, exports_, cfg_.conn);
+    c.c = std::make_unique<Connection>(fd, hs_, exports_, cfg_.conn, tls_.get());
     c.t = std::thread([&c] {
       c.c->run();
       c.done.store(true);

@@ -13,6 +13,7 @@
 
 #include "blkmq/status.h"
 #include "nbd/connection.h"
+#include "nbd/tls.h"
 
 namespace blkmq::nbd {
 
@@ -22,12 +23,15 @@ struct ServerConfig {
   std::string bind = "127.0.0.1";   // TCP address
   unsigned max_connections = 16;    // further clients are closed at once
   ConnLimits conn;
+  TlsConfig tls;                    // its mode overrides the HandshakeConfig's
 };
 
 class Server {
  public:
-  // Binds and listens; the exports (and `hs`) must outlive the server.
-  // Control thread. Errors name the address.
+  // Loads the TLS credentials (when cfg.tls.mode is not off), binds and
+  // listens; the exports must outlive the server (`hs` is copied, with
+  // cfg.tls.mode as its TLS mode). Control thread. Errors name the address,
+  // or the credential file that is missing or bad.
   static Result<std::unique_ptr<Server>> listen(const ServerConfig& cfg, const HandshakeConfig& hs,
                                                 const std::vector<Export>& exports);
   ~Server();
@@ -38,7 +42,8 @@ class Server {
   // Any thread (not a signal handler): ends serve().
   void stop();
 
-  // nbd+unix:///?socket=PATH or nbd://ADDR:PORT/, for clients.
+  // nbd+unix:///?socket=PATH or nbd://ADDR:PORT/, for clients (nbds... with
+  // --tls=require; the client adds its own credential parameters).
   std::string uri() const;
   const std::string& socket_path() const { return cfg_.socket_path; }
   int port() const { return port_; }
@@ -50,12 +55,15 @@ class Server {
     std::atomic<bool> done{false};
   };
   Server(const ServerConfig& cfg, const HandshakeConfig& hs, const std::vector<Export>& exports)
-      : cfg_(cfg), hs_(hs), exports_(exports) {}
+      : cfg_(cfg), hs_(hs), exports_(exports) {
+    hs_.tls = cfg.tls.mode;
+  }
   void reap(bool all);
 
   ServerConfig cfg_;
-  const HandshakeConfig& hs_;
+  HandshakeConfig hs_;
   const std::vector<Export>& exports_;
+  std::unique_ptr<TlsCredentials> tls_;  // shared by every connection's session
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: stop() wakes the accept loop
   int port_ = -1;

@@ -196,6 +196,25 @@ TEST(NbdHandshake, TlsRequiredRefusesEverythingButStartTlsAndAbort) {
   EXPECT_TRUE(plain.out.empty());  // no size, no flags to a plaintext client
 }
 
+// What was agreed before STARTTLS could have been injected by a man in the
+// middle: it does not survive into TLS.
+TEST(NbdHandshake, StartTlsForgetsWhatWasAgreedInPlaintext) {
+  HandshakeConfig c = two_exports();
+  c.tls = TlsMode::on;
+  Client r(c);
+  r.feed(option(kOptStructuredReply) + option(kOptStartTls));
+  EXPECT_TRUE(r.h.structured());
+  ASSERT_EQ(r.h.state(), Handshake::State::start_tls);
+  r.h.tls_started();
+  EXPECT_TRUE(r.h.tls_active());
+  EXPECT_FALSE(r.h.structured());
+  r.out.clear();
+  r.feed(option(kOptStructuredReply));  // not "repeated": negotiated afresh
+  auto rep = replies(r.out);
+  ASSERT_EQ(rep.size(), 1u);
+  EXPECT_EQ(rep[0].type, kRepAck);
+}
+
 TEST(NbdHandshake, BaseAllocationNeedsStructuredRepliesAndTheSameExport) {
   HandshakeConfig c = two_exports();
   Client r(c);

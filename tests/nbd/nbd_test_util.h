@@ -1,12 +1,27 @@
-// Client-side helpers for the NBD codec tests: build options, split the
-// server's option replies.
+// Helpers for the NBD tests: build options and split the server's option
+// replies (codec tests); a served null device, a raw socket client and
+// bounded runs of the libnbd tools (server tests).
 #pragma once
 
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
+#include "blkmq/device.h"
 #include "nbd/handshake.h"
+#include "nbd/server.h"
 #include "nbd/wire.h"
 
 namespace blkmq::nbd::test {
@@ -71,6 +86,138 @@ inline std::vector<OptReply> replies(std::string_view s) {
     s.remove_prefix(20 + len);
   }
   return v;
+}
+
+// A memory-backed null device served on a temp socket by a thread.
+class Served {
+ public:
+  explicit Served(bool read_only = false, uint64_t size_mib = 64, ConnLimits lim = {}, TlsConfig tls = {}) {
+    path_ = testing::TempDir() + "blkmq_nbd_" + std::to_string(getpid()) + "_" + std::to_string(counter_++) + ".sock";
+    auto d = create_device("null", {{"memory_backed", "1"}, {"size", std::to_string(size_mib)}});
+    EXPECT_TRUE(d.is_ok()) << d.status().message();
+    dev_ = std::move(*d);
+    ExportDef e;
+    e.name = "disk";
+    e.size = dev_->size_bytes();
+    e.min_block = 512;
+    e.tx_flags = kTxSendFlush | kTxSendFua | kTxCanMultiConn | (read_only ? kTxReadOnly : 0);
+    hs_.exports = {e};
+    exports_ = {{e, &dev_->queue()}};
+    ServerConfig sc;
+    sc.socket_path = path_;
+    sc.conn = lim;
+    sc.tls = std::move(tls);
+    auto s = Server::listen(sc, hs_, exports_);
+    EXPECT_TRUE(s.is_ok()) << s.status().message();
+    server_ = std::move(*s);
+    thread_ = std::thread([this] { server_->serve(); });
+  }
+  ~Served() {
+    server_->stop();
+    thread_.join();
+  }
+  const std::string& path() const { return path_; }
+  std::string uri() const { return server_->uri(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::string path_;
+  std::unique_ptr<Device> dev_;
+  HandshakeConfig hs_;
+  std::vector<Export> exports_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+// Speaks the protocol with the codec: handshake with GO, then requests.
+class RawClient {
+ public:
+  explicit RawClient(const std::string& path) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const timeval tv{20, 0};  // a server that answers nothing fails the test instead of hanging it
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawClient() { ::close(fd_); }
+  // Reads the greeting and sends the client flags.
+  bool greet() {
+    if (read_n(18).size() != 18) return false;
+    send(test::client_flags(kClientFixedNewstyle | kClientNoZeroes));
+    return true;
+  }
+  bool go(const std::string& name) {
+    if (!greet()) return false;
+    send(test::option(kOptGo, test::go_data(name)));
+    for (;;) {  // replies until ACK or an error
+      const OptReply r = option_reply();
+      if (r.type == kRepAck) return true;
+      if (r.type == 0 || (r.type & kRepErrBit)) return false;
+    }
+  }
+  // Drops what the server still sends (a TLS alert, say) until it closes:
+  // true on EOF, false when the receive timeout ran out first.
+  bool wait_closed() {
+    char buf[4096];
+    for (;;) {
+      const ssize_t k = ::read(fd_, buf, sizeof buf);
+      if (k == 0) return true;
+      if (k < 0 && errno != EINTR) return errno == ECONNRESET;
+    }
+  }
+  // One option reply; type 0 when the server closed instead.
+  OptReply option_reply() {
+    const std::string h = read_n(20);
+    if (h.size() != 20 || get64(h.data()) != kRepMagic) return {};
+    return {get32(h.data() + 8), get32(h.data() + 12), read_n(get32(h.data() + 16))};
+  }
+  void send(const std::string& s) { ASSERT_EQ(::write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
+  void request(uint16_t type, uint64_t cookie, uint64_t off, uint32_t len, const std::string& payload = {}) {
+    Request r;
+    r.type = type;
+    r.cookie = cookie;
+    r.offset = off;
+    r.length = len;
+    send(encode_request(r) + payload);
+  }
+  // A simple reply: its error, and `data_len` bytes of data if it is 0.
+  uint32_t reply(uint64_t* cookie, uint32_t data_len = 0, std::string* data = nullptr) {
+    const std::string h = read_n(16);
+    if (h.size() != 16 || get32(h.data()) != kSimpleReplyMagic) return ~0u;
+    *cookie = get64(h.data() + 8);
+    const uint32_t err = get32(h.data() + 4);
+    if (err == 0 && data_len) {
+      std::string d = read_n(data_len);
+      if (data) *data = std::move(d);
+    }
+    return err;
+  }
+  std::string read_n(size_t n) {
+    std::string s(n, '\0');
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t k = ::read(fd_, s.data() + got, n - got);
+      if (k <= 0) break;
+      got += static_cast<size_t>(k);
+    }
+    s.resize(got);
+    return s;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+inline bool have(const char* tool) { return std::system((std::string("command -v ") + tool + " >/dev/null").c_str()) == 0; }
+
+// Runs one command (redirections allowed, no pipes or lists) under
+// `timeout`, so a hung client fails the test instead of hanging it; its
+// exit status (124 when it timed out).
+inline int run_bounded(const std::string& cmd, int seconds = 60) {
+  const int rc = std::system(("timeout -k 5 " + std::to_string(seconds) + " " + cmd).c_str());
+  return rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 }  // namespace blkmq::nbd::test

@@ -20,105 +20,9 @@
 namespace blkmq::nbd {
 namespace {
 
-// A memory-backed null device served on a temp socket by a thread.
-class Served {
- public:
-  explicit Served(bool read_only = false, uint64_t size_mib = 64, ConnLimits lim = {}) {
-    path_ = testing::TempDir() + "blkmq_nbd_" + std::to_string(getpid()) + "_" + std::to_string(counter_++) + ".sock";
-    auto d = create_device("null", {{"memory_backed", "1"}, {"size", std::to_string(size_mib)}});
-    EXPECT_TRUE(d.is_ok()) << d.status().message();
-    dev_ = std::move(*d);
-    ExportDef e;
-    e.name = "disk";
-    e.size = dev_->size_bytes();
-    e.min_block = 512;
-    e.tx_flags = kTxSendFlush | kTxSendFua | kTxCanMultiConn | (read_only ? kTxReadOnly : 0);
-    hs_.exports = {e};
-    exports_ = {{e, &dev_->queue()}};
-    ServerConfig sc;
-    sc.socket_path = path_;
-    sc.conn = lim;
-    auto s = Server::listen(sc, hs_, exports_);
-    EXPECT_TRUE(s.is_ok()) << s.status().message();
-    server_ = std::move(*s);
-    thread_ = std::thread([this] { server_->serve(); });
-  }
-  ~Served() {
-    server_->stop();
-    thread_.join();
-  }
-  const std::string& path() const { return path_; }
-  std::string uri() const { return server_->uri(); }
-
- private:
-  static inline int counter_ = 0;
-  std::string path_;
-  std::unique_ptr<Device> dev_;
-  HandshakeConfig hs_;
-  std::vector<Export> exports_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-};
-
-// Speaks the protocol with the codec: handshake with GO, then requests.
-class RawClient {
- public:
-  explicit RawClient(const std::string& path) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-    EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  }
-  ~RawClient() { ::close(fd_); }
-  bool go(const std::string& name) {
-    if (read_n(18).size() != 18) return false;
-    send(test::client_flags(kClientFixedNewstyle | kClientNoZeroes) + test::option(kOptGo, test::go_data(name)));
-    for (;;) {  // replies until ACK or an error
-      const std::string h = read_n(20);
-      if (h.size() != 20) return false;
-      const uint32_t type = get32(h.data() + 12);
-      read_n(get32(h.data() + 16));
-      if (type == kRepAck) return true;
-      if (type & kRepErrBit) return false;
-    }
-  }
-  void send(const std::string& s) { ASSERT_EQ(::write(fd_, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
-  void request(uint16_t type, uint64_t cookie, uint64_t off, uint32_t len, const std::string& payload = {}) {
-    Request r;
-    r.type = type;
-    r.cookie = cookie;
-    r.offset = off;
-    r.length = len;
-    send(encode_request(r) + payload);
-  }
-  // A simple reply: its error, and `data_len` bytes of data if it is 0.
-  uint32_t reply(uint64_t* cookie, uint32_t data_len = 0, std::string* data = nullptr) {
-    const std::string h = read_n(16);
-    if (h.size() != 16 || get32(h.data()) != kSimpleReplyMagic) return ~0u;
-    *cookie = get64(h.data() + 8);
-    const uint32_t err = get32(h.data() + 4);
-    if (err == 0 && data_len) {
-      std::string d = read_n(data_len);
-      if (data) *data = std::move(d);
-    }
-    return err;
-  }
-  std::string read_n(size_t n) {
-    std::string s(n, '\0');
-    size_t got = 0;
-    while (got < n) {
-      const ssize_t k = ::read(fd_, s.data() + got, n - got);
-      if (k <= 0) break;
-      got += static_cast<size_t>(k);
-    }
-    s.resize(got);
-    return s;
-  }
-
- private:
-  int fd_ = -1;
-};
+using test::have;
+using test::RawClient;
+using test::Served;
 
 TEST(NbdServer, WriteReadBackAndTheSpecsErrors) {
   Served srv;
@@ -217,8 +121,6 @@ TEST(NbdServer, StopFinishesWithAClientThatNeverReads) {
   srv.reset();  // stop() and join
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
-
-bool have(const char* tool) { return std::system((std::string("command -v ") + tool + " >/dev/null").c_str()) == 0; }
 
 TEST(NbdServer, NbdinfoSeesTheExport) {
   if (!have("nbdinfo")) GTEST_SKIP() << "nbdinfo (libnbd-bin) is not installed";

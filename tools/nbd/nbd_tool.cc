@@ -41,6 +41,7 @@ struct Options {
 
 constexpr const char* kUsage =
     "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--run CMD]\n"
+    "                 [--tls=off|on|require (--tls-certificates=DIR [--tls-verify-peer] | --tls-psk=FILE)]\n"
     "                 EXPORT [--export NAME EXPORT ...]\n"
     "  EXPORT: [--name NAME] [--description TEXT] [--read-only] [--weight W] [--alias NAME=W ...]\n"
     "          [--driver NAME] [--scheduler NAME] [--attr PATH=VALUE ...] [--DRIVER-PARAM=VALUE ...]\n"
@@ -49,7 +50,11 @@ constexpr const char* kUsage =
     "context of its own with its export's --weight (bfq, 1..1000, default 100); --alias NAME=W adds a\n"
     "name for the same device whose connections get weight W. Without --socket or --port it listens on\n"
     "127.0.0.1:10809. --run CMD starts the server, runs CMD with $uri (and $unixsocket) set, and exits\n"
-    "with its status. SIGTERM and SIGINT stop it after in-flight requests finish.\n";
+    "with its status. SIGTERM and SIGINT stop it after in-flight requests finish.\n"
+    "TLS (STARTTLS, through GnuTLS): --tls=on offers it, --tls=require serves nothing without it.\n"
+    "--tls-certificates=DIR holds server-cert.pem, server-key.pem, ca-cert.pem (needed by --tls-verify-peer,\n"
+    "which requires client certificates signed by that CA) and optionally ca-crl.pem; --tls-psk=FILE holds\n"
+    "psktool's username:hexkey lines.\n";
 
 int bad(const std::string& msg) {
   std::fprintf(stderr, "blkmq nbd: %s\n%s", msg.c_str(), kUsage);
@@ -84,6 +89,39 @@ bool export_option(const std::string& key, const std::string& value, ExportOpts*
   return err->empty();
 }
 
+bool tls_mode(const std::string& s, blkmq::nbd::TlsMode* m) {
+  using blkmq::nbd::TlsMode;
+  if (s == "off") *m = TlsMode::off;
+  else if (s == "on") *m = TlsMode::on;
+  else if (s == "require") *m = TlsMode::require;
+  else return false;
+  return true;
+}
+
+// The TLS options agree with each other: -1 when they do, else the exit
+// status. Credentials without --tls=on|require are refused rather than
+// ignored, so that nobody serves plaintext believing it is TLS.
+int check_tls(const Options& o) {
+  const blkmq::nbd::TlsConfig& t = o.server.tls;
+  const bool creds = !t.certificates.empty() || !t.psk_file.empty();
+  if (!t.certificates.empty() && !t.psk_file.empty()) return bad("--tls-certificates and --tls-psk exclude each other");
+  if (t.verify_peer && t.psk_file.empty() && t.certificates.empty()) return bad("--tls-verify-peer needs --tls-certificates");
+  if (t.verify_peer && !t.psk_file.empty()) return bad("--tls-verify-peer works with --tls-certificates, not --tls-psk");
+  if (t.mode == blkmq::nbd::TlsMode::off && (creds || t.verify_peer))
+    return bad("--tls-certificates, --tls-psk and --tls-verify-peer need --tls=on or --tls=require");
+  if (t.mode != blkmq::nbd::TlsMode::off && !creds) return bad("--tls=on|require needs --tls-certificates=DIR or --tls-psk=FILE");
+  return -1;
+}
+
+// A TCP listener reachable from other hosts without TLS: anyone who can
+// reach the port reads and writes the device.
+void warn_plaintext(const Options& o) {
+  if (!o.server.socket_path.empty() || o.server.tls.mode != blkmq::nbd::TlsMode::off) return;
+  if (o.server.bind.rfind("127.", 0) == 0) return;
+  std::fprintf(stderr, "blkmq nbd: warning: serving %s without TLS: any host that reaches it can read and write the "
+               "device (see --tls)\n", o.server.bind.c_str());
+}
+
 // --key=value or --key value; flags take no value. Unknown keys are the
 // current export's driver parameters (create_device refuses the ones it does
 // not know).
@@ -99,6 +137,10 @@ int parse(int argc, char** argv, Options* o) {
       o->exports.back().read_only = true;
       continue;
     }
+    if (a == "--tls-verify-peer") {
+      o->server.tls.verify_peer = true;
+      continue;
+    }
     std::string key = a.substr(2), value, err;
     if (const size_t eq = key.find('='); eq != std::string::npos) {
       value = key.substr(eq + 1);
@@ -112,6 +154,10 @@ int parse(int argc, char** argv, Options* o) {
     if (key == "socket") o->server.socket_path = value;
     else if (key == "port" && number(value, 0, 65535, &n)) o->server.port = static_cast<int>(n);
     else if (key == "bind") o->server.bind = value;
+    else if (key == "tls" && tls_mode(value, &o->server.tls.mode)) continue;
+    else if (key == "tls") return bad("bad value '" + value + "' for --tls (off, on or require)");
+    else if (key == "tls-certificates") o->server.tls.certificates = value;
+    else if (key == "tls-psk") o->server.tls.psk_file = value;
     else if (key == "connections" && number(value, 1, 4096, &n)) o->server.max_connections = static_cast<unsigned>(n);
     else if (key == "run") o->run = value;
     else if (key == "export") o->exports.emplace_back().name = value;
@@ -119,7 +165,7 @@ int parse(int argc, char** argv, Options* o) {
     else if (!export_option(key, value, &o->exports.back(), &err)) return bad(err);
   }
   if (!o->server.socket_path.empty() && o->server.port >= 0) return bad("--socket and --port exclude each other");
-  return -1;
+  return check_tls(*o);
 }
 
 ExportDef export_of(const ExportOpts& o, blkmq::Device& dev) {
@@ -185,6 +231,7 @@ int nbd_main(int argc, char** argv) {
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  warn_plaintext(o);
   std::vector<std::unique_ptr<blkmq::Device>> devs;
   blkmq::nbd::HandshakeConfig hs;
   std::vector<Export> exports;

@@ -1,0 +1,209 @@
+#include "nbd/tls.h"
+
+#include <gnutls/gnutls.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <fstream>
+
+namespace blkmq::nbd {
+namespace {
+
+// nbdkit's choice: GnuTLS's defaults, plus the PSK key exchanges, which
+// NORMAL leaves out.
+constexpr const char* kPriorityX509 = "NORMAL";
+constexpr const char* kPriorityPsk = "NORMAL:+ECDHE-PSK:+DHE-PSK:+PSK";
+
+Status tls_error(const std::string& what, int rc) {
+  return Status::invalid(what + ": " + gnutls_strerror(rc));
+}
+
+bool readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
+
+// A psktool line: a non-empty name, ':', an even number (>0) of hex digits.
+bool psk_line_ok(const std::string& line) {
+  const size_t colon = line.find(':');
+  if (colon == 0 || colon == std::string::npos) return false;
+  const std::string key = line.substr(colon + 1);
+  if (key.empty() || key.size() % 2 != 0) return false;
+  for (char c : key)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+}  // namespace
+
+TlsCredentials::~TlsCredentials() {
+  if (priority_) gnutls_priority_deinit(priority_);
+  if (x509_) gnutls_certificate_free_credentials(x509_);
+  if (psk_) gnutls_psk_free_server_credentials(psk_);
+}
+
+Result<std::unique_ptr<TlsCredentials>> TlsCredentials::load(const TlsConfig& cfg) {
+  if (cfg.certificates.empty() == cfg.psk_file.empty())
+    return Status::invalid("TLS needs either a certificates directory or a PSK file (exactly one)");
+  if (cfg.verify_peer && cfg.certificates.empty())
+    return Status::invalid("TLS peer verification needs X.509 certificates, not a PSK file");
+  std::unique_ptr<TlsCredentials> c(new TlsCredentials);
+  Status st = cfg.psk_file.empty() ? c->load_x509(cfg.certificates, cfg.verify_peer) : c->load_psk(cfg.psk_file);
+  if (!st) return st;
+  const char* prio = c->psk() ? kPriorityPsk : kPriorityX509;
+  const char* err_pos = nullptr;
+  if (const int rc = gnutls_priority_init(&c->priority_, prio, &err_pos); rc < 0)
+    return tls_error(std::string("TLS priority string '") + prio + "'", rc);
+  return c;
+}
+
+Status TlsCredentials::load_x509(const std::string& dir, bool verify_peer) {
+  verify_peer_ = verify_peer;
+  const std::string ca = dir + "/ca-cert.pem", crl = dir + "/ca-crl.pem";
+  const std::string cert = dir + "/server-cert.pem", key = dir + "/server-key.pem";
+  for (const std::string& f : {cert, key})
+    if (!readable(f)) return Status::invalid("TLS: cannot read " + f + " (needed in --tls-certificates)");
+  if (verify_peer && !readable(ca)) return Status::invalid("TLS: cannot read " + ca + " (needed by --tls-verify-peer)");
+  if (const int rc = gnutls_certificate_allocate_credentials(&x509_); rc < 0) return tls_error("TLS credentials", rc);
+  if (readable(ca))
+    if (const int rc = gnutls_certificate_set_x509_trust_file(x509_, ca.c_str(), GNUTLS_X509_FMT_PEM); rc < 0)
+      return tls_error("TLS: bad CA certificate " + ca, rc);
+  if (readable(crl))
+    if (const int rc = gnutls_certificate_set_x509_crl_file(x509_, crl.c_str(), GNUTLS_X509_FMT_PEM); rc < 0)
+      return tls_error("TLS: bad CRL " + crl, rc);
+  if (const int rc = gnutls_certificate_set_x509_key_file(x509_, cert.c_str(), key.c_str(), GNUTLS_X509_FMT_PEM); rc < 0)
+    return tls_error("TLS: bad certificate or key " + cert + ", " + key, rc);
+  // For a client that picks a DHE key exchange.
+  gnutls_certificate_set_known_dh_params(x509_, GNUTLS_SEC_PARAM_MEDIUM);
+  return Status::ok();
+}
+
+// GnuTLS reads the key file at each handshake and only checks that it
+// exists here, so the file is checked now: a bad file is a start-up error,
+// not a refused client much later.
+Status TlsCredentials::load_psk(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) return Status::invalid("TLS: cannot read the PSK file " + file);
+  std::string line;
+  int n = 0, keys = 0;
+  while (std::getline(in, line)) {
+    n++;
+    if (line.empty()) continue;
+    if (!psk_line_ok(line))
+      return Status::invalid("TLS: " + file + " line " + std::to_string(n) + ": expected username:hexkey (psktool's format)");
+    keys++;
+  }
+  if (keys == 0) return Status::invalid("TLS: the PSK file " + file + " holds no key");
+  if (const int rc = gnutls_psk_allocate_server_credentials(&psk_); rc < 0) return tls_error("TLS credentials", rc);
+  if (const int rc = gnutls_psk_set_server_credentials_file(psk_, file.c_str()); rc < 0)
+    return tls_error("TLS: the PSK file " + file, rc);
+  gnutls_psk_set_server_known_dh_params(psk_, GNUTLS_SEC_PARAM_MEDIUM);
+  return Status::ok();
+}
+
+Transport::~Transport() {
+  if (session_) gnutls_deinit(session_);
+}
+
+namespace {
+
+// The handshake's error, with what was wrong with a refused client
+// certificate when that is the cause.
+std::string handshake_error(gnutls_session_t s, int rc) {
+  std::string msg = std::string("TLS handshake failed: ") + gnutls_strerror(rc);
+  if (rc != GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) return msg;
+  gnutls_datum_t out{};
+  const unsigned status = gnutls_session_get_verify_cert_status(s);
+  if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &out, 0) == 0) {
+    msg += std::string(" (") + reinterpret_cast<const char*>(out.data) + ")";
+    gnutls_free(out.data);
+  }
+  return msg;
+}
+
+}  // namespace
+
+Status Transport::start_tls(const TlsCredentials& creds, unsigned timeout_ms) {
+  gnutls_session_t s = nullptr;
+  // NO_SIGNAL: a client gone mid-send must not raise SIGPIPE in the server.
+  if (const int rc = gnutls_init(&s, GNUTLS_SERVER | GNUTLS_NO_SIGNAL); rc < 0) return tls_error("TLS session", rc);
+  int rc = gnutls_priority_set(s, creds.priority());
+  if (rc >= 0 && creds.psk()) {
+    rc = gnutls_credentials_set(s, GNUTLS_CRD_PSK, creds.psk_credentials());
+  } else if (rc >= 0) {
+    rc = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, creds.x509());
+    if (creds.verify_peer()) {
+      gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE);
+      gnutls_session_set_verify_cert(s, nullptr, 0);  // the CA's signature; clients have no host name to check
+    }
+  }
+  if (rc < 0) {
+    gnutls_deinit(s);
+    return tls_error("TLS session setup", rc);
+  }
+  gnutls_transport_set_int(s, fd_);
+  // The default transport's pull-timeout function makes this a bound on the
+  // whole handshake: a client that stalls cannot hold the reader.
+  gnutls_handshake_set_timeout(s, timeout_ms);
+  do {
+    rc = gnutls_handshake(s);
+  } while (rc < 0 && gnutls_error_is_fatal(rc) == 0);
+  if (rc < 0) {
+    std::string msg = handshake_error(s, rc);
+    gnutls_deinit(s);
+    return Status::invalid(std::move(msg));
+  }
+  session_ = s;
+  return Status::ok();
+}
+
+ssize_t Transport::send(const char* p, size_t n) {
+  if (!session_) {
+    ssize_t k;
+    do {
+      k = ::send(fd_, p, n, MSG_NOSIGNAL);
+    } while (k < 0 && errno == EINTR);
+    return k > 0 ? k : -1;
+  }
+  ssize_t k;
+  do {
+    k = gnutls_record_send(session_, p, n);
+  } while (k == GNUTLS_E_INTERRUPTED);
+  // GNUTLS_E_AGAIN here means SO_SNDTIMEO ran out: the client stopped
+  // reading, and the connection ends as it does without TLS.
+  return k > 0 ? k : -1;
+}
+
+ssize_t Transport::recv(char* p, size_t n) {
+  if (!session_) {
+    ssize_t k;
+    do {
+      k = ::recv(fd_, p, n, 0);
+    } while (k < 0 && errno == EINTR);
+    return k;
+  }
+  // Blocking: gnutls_record_recv returns the decrypted bytes it holds
+  // (gnutls_record_check_pending) before it reads the socket again, so the
+  // reader never waits on the socket with data pending. AGAIN on a blocking
+  // socket without a receive timeout means a record that carried no data
+  // (a TLS 1.3 key update): read on.
+  ssize_t k;
+  do {
+    k = gnutls_record_recv(session_, p, n);
+  } while (k == GNUTLS_E_INTERRUPTED || k == GNUTLS_E_AGAIN);
+  if (k == GNUTLS_E_PREMATURE_TERMINATION) return 0;  // EOF without close_notify: the peer, or stop()
+  if (k < 0) {
+    recv_error_ = gnutls_strerror(static_cast<int>(k));
+    return -1;
+  }
+  return k;
+}
+
+void Transport::bye() {
+  if (!session_) return;
+  int rc;
+  do {
+    rc = gnutls_bye(session_, GNUTLS_SHUT_WR);
+  } while (rc == GNUTLS_E_INTERRUPTED);
+}
+
+}  // namespace blkmq::nbd
