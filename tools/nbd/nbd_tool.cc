@@ -106,7 +106,11 @@ ExportDef export_of(const Options& o, blkmq::Device& dev) {
                blkmq::nbd::kTxSendCache;
   if (o.read_only) e.tx_flags |= blkmq::nbd::kTxReadOnly;
   if (l.max_discard_sectors) e.tx_flags |= blkmq::nbd::kTxSendTrim;
-  if (l.max_write_zeroes_sectors) e.tx_flags |= blkmq::nbd::kTxSendWriteZeroes;
+  // FAST_ZERO is offered with every WRITE_ZEROES: where the device cannot
+  // zero cheaply the server answers it ENOTSUP at once, which is what a
+  // client asking it wants to learn.
+  if (l.max_write_zeroes_sectors) e.tx_flags |= blkmq::nbd::kTxSendWriteZeroes | blkmq::nbd::kTxSendFastZero;
+  e.base_allocation = dev.reports_allocation();
   return e;
 }
 
@@ -137,7 +141,7 @@ int nbd_main(int argc, char** argv) {
   if (!dev) return bad(dev.status().message());
   blkmq::nbd::HandshakeConfig hs;
   hs.exports.push_back(export_of(o, **dev));
-  const std::vector<Export> exports = {{hs.exports.front(), &(*dev)->queue()}};
+  const std::vector<Export> exports = {{hs.exports.front(), &(*dev)->queue(), dev->get()}};
   auto server = blkmq::nbd::Server::listen(o.server, hs, exports);
   if (!server) return bad(server.status().message());
   blkmq::nbd::Server& s = **server;
