@@ -297,8 +297,9 @@ uint32_t Connection::refuse_slow_zero(const Request& r) const {
 
 // Requests answered on the reader thread: refusals, CACHE (advisory:
 // nothing to do) and BLOCK_STATUS, whose query is a few lseeks or page
-// lookups. They still go through the writer's queue, so a reply is never
-// sent before the handshake's or an earlier request's bytes.
+// lookups. They still go through the writer's queue: only the writer
+// sends, so two replies never interleave on the socket, and the reply
+// counts among the connection's requests in flight.
 void Connection::answer_now(const Request& r, uint32_t error) {
   if (error != 0 || r.type != kCmdBlockStatus) {
     reply_now(r, error);
@@ -326,8 +327,12 @@ std::string Connection::block_status_reply(const Request& r, uint32_t* error) co
     return {};
   }
   auto map = exp_->dev->allocation(r.offset, r.length, max);
-  if (!map || map->empty()) {
-    *error = map && map->empty() ? kErrIo : (map.status().code() == EINVAL ? kErrInval : kErrIo);
+  if (!map) {
+    *error = map.status().code() == EINVAL ? kErrInval : kErrIo;
+    return {};
+  }
+  if (map->empty()) {  // the contract promises one extent: never send an empty chunk
+    *error = kErrIo;
     return {};
   }
   std::vector<BlockDescriptor> descs;
@@ -400,8 +405,8 @@ void Connection::send_reply(InFlight* io) {
 namespace {
 
 bool all_zero(const char* p, size_t n) {
-  // Compare the buffer with itself shifted by one word: memcmp is
-  // vectorised, a byte loop is not.
+  // Zero head, then the buffer equal to itself shifted by the head's
+  // length: all zero, by induction. memcmp is vectorised, a byte loop is not.
   constexpr size_t kHead = 16;
   if (n <= kHead) return std::all_of(p, p + n, [](char c) { return c == 0; });
   return std::all_of(p, p + kHead, [](char c) { return c == 0; }) && std::memcmp(p, p + kHead, n - kHead) == 0;
