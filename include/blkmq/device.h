@@ -3,6 +3,8 @@
 // and the library both use).
 #pragma once
 
+#include <cerrno>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +25,17 @@ struct ParamInfo {
   std::string help;
 };
 
+// One run of a device's allocation map, as allocation() reports it. The
+// flags match NBD's base:allocation context.
+enum ExtentFlag : uint32_t {
+  kExtentHole = 1u << 0,  // no storage is allocated for the range
+  kExtentZero = 1u << 1,  // the range reads as zeroes
+};
+struct Extent {
+  uint64_t length = 0;  // bytes, never 0
+  uint32_t flags = 0;   // ExtentFlag bits; 0: allocated data (what is always safe to say)
+};
+
 // A configured device: owns its tag set, its queue and its driver threads.
 // Destroying it tears the queue down (draining I/O) and stops the driver.
 class Device {
@@ -32,6 +45,31 @@ class Device {
   virtual const std::string& driver_name() const = 0;
   // Capacity in bytes.
   virtual uint64_t size_bytes() const = 0;
+
+  // Whether allocation() answers for this device. Optional: the default is
+  // false, and a server then does not offer an allocation map (NBD's
+  // base:allocation). Fixed for the device's lifetime; any thread.
+  virtual bool reports_allocation() const { return false; }
+  // The allocation map of [offset, offset + length): consecutive extents
+  // from `offset`, adjacent ones with equal flags merged, the last one
+  // clipped to the range; at most `max_extents` of them, so they may cover
+  // only a prefix of the range (at least one extent when length > 0).
+  // offset and length must be multiples of the logical block size and lie
+  // within the device (else EINVAL); extent lengths are multiples of it too.
+  // The answer is a snapshot: it reflects every write, discard and
+  // write-zeroes that completed before the call; I/O in flight meanwhile
+  // may or may not show. Any thread, outside the I/O path: it may sleep and
+  // costs a system call or a lock per extent (or per page for the null
+  // store), so callers bound max_extents. Default: EOPNOTSUPP.
+  virtual Result<std::vector<Extent>> allocation(uint64_t offset, uint64_t length, size_t max_extents) {
+    (void)offset, (void)length, (void)max_extents;
+    return Status::error(EOPNOTSUPP, driver_name() + ": no allocation map");
+  }
+  // True when a write_zeroes request costs about the same whatever its
+  // length because it only changes metadata (fallocate ZERO_RANGE on a
+  // file) and never falls back to writing zeroes; what NBD's FAST_ZERO asks
+  // for. Optional, default false. Fixed for the device's lifetime; any thread.
+  virtual bool write_zeroes_is_cheap() const { return false; }
 };
 
 // Creates a device of driver `driver` ("null", ...). Unknown drivers,

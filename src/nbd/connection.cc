@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -22,6 +23,7 @@ struct Connection::InFlight {
   Bio bio;
   iovec iov{};
   std::unique_ptr<char[]> buf;  // READ: filled by the device; WRITE: the payload
+  std::string reply;            // a reply built before queueing (BLOCK_STATUS); sent as is
   uint64_t bytes = 0;           // buffer bytes counted against ConnLimits
   uint32_t error = 0;           // NBD error of the reply
 };
@@ -154,7 +156,7 @@ bool Connection::handshake() {
   xlim_.max_payload = exp_->def.max_block;
   xlim_.read_only = exp_->def.tx_flags & kTxReadOnly;
   xlim_.structured = hs_.structured();
-  xlim_.meta_context = false;  // base:allocation is not served yet
+  xlim_.meta_context = hs_.base_allocation();
   xlim_.fast_zero = exp_->def.tx_flags & kTxSendFastZero;
   xlim_.trim = exp_->def.tx_flags & kTxSendTrim;
   xlim_.write_zeroes = exp_->def.tx_flags & kTxSendWriteZeroes;
@@ -234,15 +236,16 @@ size_t Connection::take_requests(const std::string& pending, size_t pos) {
       reason_ = "client sent DISC";
       return pos + kRequestSize;
     }
-    const uint32_t err = validate_request(r, xlim_);
+    uint32_t err = validate_request(r, xlim_);
+    if (err == 0) err = refuse_slow_zero(r);
     const bool has_buf = err == 0 && (r.type == kCmdRead || r.type == kCmdWrite);
     if (!has_room(has_buf ? r.length : 0)) {
       need_room_ = true;  // flush the plug, then wait
       room_wanted_ = has_buf ? r.length : 0;
       return pos;
     }
-    if (err != 0 || r.type == kCmdCache) {
-      reply_now(r, err);  // CACHE is advisory: nothing to do
+    if (err != 0 || r.type == kCmdCache || r.type == kCmdBlockStatus) {
+      answer_now(r, err);
     } else {
       auto* io = new InFlight;
       io->c = this;
@@ -315,6 +318,68 @@ void Connection::reply_now(const Request& r, uint32_t error) {
   complete(io);
 }
 
+// FAST_ZERO asks for a zeroing that is cheap or none at all: when the
+// device could only zero by writing, refuse before touching any data, so
+// the client writes the zeroes itself only where it needs them. NO_HOLE
+// needs nothing: blkmq's write_zeroes never deallocates (the uring driver
+// uses ZERO_RANGE, not PUNCH_HOLE), which is what NO_HOLE asks.
+uint32_t Connection::refuse_slow_zero(const Request& r) const {
+  if (r.type != kCmdWriteZeroes || !(r.flags & kCmdFlagFastZero)) return 0;
+  return exp_->dev && exp_->dev->write_zeroes_is_cheap() ? 0u : uint32_t{kErrNotSup};
+}
+
+// Requests answered on the reader thread: refusals, CACHE (advisory:
+// nothing to do) and BLOCK_STATUS, whose query is a few lseeks or page
+// lookups. They still go through the writer's queue: only the writer
+// sends, so two replies never interleave on the socket, and the reply
+// counts among the connection's requests in flight.
+void Connection::answer_now(const Request& r, uint32_t error) {
+  if (error != 0 || r.type != kCmdBlockStatus) {
+    reply_now(r, error);
+    return;
+  }
+  auto* io = new InFlight;
+  io->c = this;
+  io->req = r;
+  io->reply = block_status_reply(r, &io->error);
+  {
+    std::lock_guard g(mu_);
+    inflight_++;
+  }
+  complete(io);
+}
+
+// The base:allocation chunk for [offset, offset+length), or "" with *error
+// set (validate_request has already checked the range and the context).
+// Descriptors stop at the request's end (clipped, not extended) and at
+// kMaxBlockDescriptors; REQ_ONE asks for exactly one.
+std::string Connection::block_status_reply(const Request& r, uint32_t* error) const {
+  const size_t max = (r.flags & kCmdFlagReqOne) ? 1 : kMaxBlockDescriptors;
+  if (!exp_->dev) {  // base_allocation offered without a device to ask: a setup bug
+    *error = kErrIo;
+    return {};
+  }
+  auto map = exp_->dev->allocation(r.offset, r.length, max);
+  if (!map) {
+    *error = map.status().code() == EINVAL ? kErrInval : kErrIo;
+    return {};
+  }
+  if (map->empty()) {  // the contract promises one extent: never send an empty chunk
+    *error = kErrIo;
+    return {};
+  }
+  std::vector<BlockDescriptor> descs;
+  descs.reserve(map->size());
+  for (const Extent& e : *map) {
+    uint32_t flags = 0;
+    if (e.flags & kExtentHole) flags |= kStateHole;
+    if (e.flags & kExtentZero) flags |= kStateZero;
+    // The map never runs past the request, whose length is a u32.
+    descs.push_back({static_cast<uint32_t>(e.length), flags});
+  }
+  return block_status_chunk(r.cookie, kBaseAllocationId, descs, true);
+}
+
 // Any context, the driver's hardirq one included: queue the reply, wake the writer.
 void Connection::end_io(Bio* bio) {
   auto* io = static_cast<InFlight*>(bio->private_data);
@@ -348,21 +413,52 @@ void Connection::writer() {
   }
 }
 
-// A READ under structured replies gets one OFFSET_DATA chunk (or an ERROR
-// chunk); every other reply is simple, which the spec allows for non-reads.
-// After a failed send, replies are dropped: the client is gone.
+// Under structured replies READ and BLOCK_STATUS get chunks (an ERROR
+// chunk when they fail); every other reply is simple, which the spec allows
+// for the other commands. After a failed send, replies are dropped: the
+// client is gone.
 void Connection::send_reply(InFlight* io) {
   const Request& r = io->req;
-  const bool data = r.type == kCmdRead && io->error == 0;
-  if (r.type == kCmdRead && xlim_.structured) {
-    if (data) {
-      send_all(offset_data_chunk(r.cookie, r.offset, r.length, true)) && send_all(io->buf.get(), r.length);
+  if (!io->reply.empty()) {
+    send_all(io->reply);
+    return;
+  }
+  if (xlim_.structured && (r.type == kCmdRead || r.type == kCmdBlockStatus)) {
+    if (io->error != 0 || r.type != kCmdRead) {
+      send_all(error_chunk(r.cookie, io->error ? io->error : uint32_t{kErrIo}, "request failed"));
     } else {
-      send_all(error_chunk(r.cookie, io->error, "request failed"));
+      send_read_reply(io);
     }
     return;
   }
+  const bool data = r.type == kCmdRead && io->error == 0;
   if (send_all(simple_reply(r.cookie, io->error)) && data) send_all(io->buf.get(), r.length);
+}
+
+namespace {
+
+bool all_zero(const char* p, size_t n) {
+  // Zero head, then the buffer equal to itself shifted by the head's
+  // length: all zero, by induction. memcmp is vectorised, a byte loop is not.
+  constexpr size_t kHead = 16;
+  if (n <= kHead) return std::all_of(p, p + n, [](char c) { return c == 0; });
+  return std::all_of(p, p + kHead, [](char c) { return c == 0; }) && std::memcmp(p, p + kHead, n - kHead) == 0;
+}
+
+}  // namespace
+
+// A successful structured READ: one OFFSET_DATA chunk, or one OFFSET_HOLE
+// chunk when the data read is all zeroes and the export has an allocation
+// map (where zero reads are common enough to pay for the scan). Deciding
+// from the data the read returned, not from a map queried afterwards, keeps
+// it exact under concurrent writes: the hole chunk says what the read saw.
+void Connection::send_read_reply(InFlight* io) {
+  const Request& r = io->req;
+  if (exp_->dev && exp_->dev->reports_allocation() && all_zero(io->buf.get(), r.length)) {
+    send_all(offset_hole_chunk(r.cookie, r.offset, r.length, true));
+    return;
+  }
+  send_all(offset_data_chunk(r.cookie, r.offset, r.length, true)) && send_all(io->buf.get(), r.length);
 }
 
 }  // namespace blkmq::nbd

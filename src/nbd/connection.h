@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "blkmq/ioctx.h"
+#include "blkmq/device.h"
 #include "blkmq/queue.h"
 #include "nbd/handshake.h"
 #include "nbd/tls.h"
@@ -26,14 +27,23 @@ namespace blkmq::nbd {
 
 // An export: what the handshake advertises and the queue that serves it.
 // Several exports may share one queue (names that give their clients
-// different weights on one device).
+// different weights on one device). `dev`, when given, is q's device: it
+// answers BLOCK_STATUS (def must then have base_allocation, and the device
+// reports_allocation()) and says whether FAST_ZERO can be honoured; without
+// it FAST_ZERO always gets ENOTSUP and reads never become holes.
 struct Export {
   ExportDef def;
   Queue* q = nullptr;
+  Device* dev = nullptr;
   // The bfq weight (1..1000) of each connection to this export: every
   // connection is an I/O context of its own, as a process is in the kernel.
   uint16_t weight = 100;
 };
+
+// The most descriptors one BLOCK_STATUS reply carries (16 KiB of them): the
+// client asks again from where the reply stopped, and the reader thread
+// that builds the reply is not held for long by a fragmented file.
+inline constexpr size_t kMaxBlockDescriptors = 2048;
 
 // Bounds on one connection's requests in flight: the reader stops reading
 // while either is reached, so a client that floods requests or never reads
@@ -83,10 +93,14 @@ class Connection {
   size_t take_requests(const std::string& pending, size_t pos);
   void submit(InFlight* io);
   void reply_now(const Request& r, uint32_t error);
+  uint32_t refuse_slow_zero(const Request& r) const;
+  void answer_now(const Request& r, uint32_t error);
+  std::string block_status_reply(const Request& r, uint32_t* error) const;
   static void end_io(Bio* bio);
   void complete(InFlight* io);
   void writer();
   void send_reply(InFlight* io);
+  void send_read_reply(InFlight* io);
   bool send_all(const std::string& s);
   bool send_all(const char* p, size_t n);
   bool read_more(std::string* pending, size_t want);

@@ -105,6 +105,19 @@ std::string offset_hole_chunk(uint64_t cookie, uint64_t offset, uint32_t hole_le
   return s;
 }
 
+std::string block_status_chunk(uint64_t cookie, uint32_t context_id, const std::vector<BlockDescriptor>& descs,
+                               bool done) {
+  const auto len = static_cast<uint32_t>(4 + 8 * descs.size());
+  std::string s = chunk_header(cookie, kChunkBlockStatus, done ? kChunkFlagDone : 0, len);
+  s.reserve(kChunkHeaderSize + len);
+  put32(&s, context_id);
+  for (const BlockDescriptor& d : descs) {
+    put32(&s, d.length);
+    put32(&s, d.flags);
+  }
+  return s;
+}
+
 std::string error_chunk(uint64_t cookie, uint32_t error, std::string_view message, bool done) {
   // The message length is a u16; a longer message is cut (it is advisory).
   const std::string_view msg = message.substr(0, 4096);

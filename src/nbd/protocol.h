@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace blkmq::nbd {
 
@@ -172,6 +173,17 @@ std::string chunk_header(uint64_t cookie, uint16_t type, uint16_t flags, uint32_
 // data must follow.
 std::string offset_data_chunk(uint64_t cookie, uint64_t offset, uint32_t data_len, bool done);
 std::string offset_hole_chunk(uint64_t cookie, uint64_t offset, uint32_t hole_len, bool done);
+// One BLOCK_STATUS descriptor: a run of `length` bytes in one state
+// (for base:allocation, kStateHole / kStateZero bits).
+struct BlockDescriptor {
+  uint32_t length = 0;
+  uint32_t flags = 0;
+};
+// A BLOCK_STATUS chunk for one meta context: the context id, then the
+// descriptors in order. The caller keeps them non-empty, non-zero and
+// inside the request (the spec's rules).
+std::string block_status_chunk(uint64_t cookie, uint32_t context_id, const std::vector<BlockDescriptor>& descs,
+                               bool done);
 std::string error_chunk(uint64_t cookie, uint32_t error, std::string_view message, bool done = true);
 std::string done_chunk(uint64_t cookie);
 

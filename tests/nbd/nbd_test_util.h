@@ -101,8 +101,9 @@ class Served {
     e.size = dev_->size_bytes();
     e.min_block = 512;
     e.tx_flags = kTxSendFlush | kTxSendFua | kTxCanMultiConn | (read_only ? kTxReadOnly : 0);
+    e.base_allocation = dev_->reports_allocation();  // as blkmq nbd does: nbdcopy then skips holes
     hs_.exports = {e};
-    exports_ = {{e, &dev_->queue()}};
+    exports_ = {{e, &dev_->queue(), dev_.get()}};
     ServerConfig sc;
     sc.socket_path = path_;
     sc.conn = lim;

@@ -60,6 +60,33 @@ TEST(NbdProtocol, RepliesHaveTheSpecsLayout) {
   EXPECT_EQ(done_chunk(3).size(), kChunkHeaderSize);
 }
 
+TEST(NbdProtocol, BlockStatusChunkLayout) {
+  const std::string s = block_status_chunk(9, 1, {{4096, kStateHole | kStateZero}, {512, 0}}, true);
+  ASSERT_EQ(s.size(), kChunkHeaderSize + 4 + 16);
+  EXPECT_EQ(get32(s.data()), kStructuredReplyMagic);
+  EXPECT_EQ(get16(s.data() + 4), kChunkFlagDone);
+  EXPECT_EQ(get16(s.data() + 6), kChunkBlockStatus);
+  EXPECT_EQ(get64(s.data() + 8), 9u);
+  EXPECT_EQ(get32(s.data() + 16), 4u + 16u);
+  EXPECT_EQ(get32(s.data() + 20), 1u);  // context id
+  EXPECT_EQ(get32(s.data() + 24), 4096u);
+  EXPECT_EQ(get32(s.data() + 28), 3u);
+  EXPECT_EQ(get32(s.data() + 32), 512u);
+  EXPECT_EQ(get32(s.data() + 36), 0u);
+  EXPECT_EQ(get16(block_status_chunk(9, 1, {{512, 0}}, false).data() + 4), 0);
+}
+
+TEST(NbdProtocol, BlockStatusNeedsAMetaContextAndReqOneIsItsOwn) {
+  ExportLimits lim;
+  lim.size = 1 << 20;
+  lim.structured = true;
+  EXPECT_EQ(validate_request(req(kCmdBlockStatus, 0, 4096), lim), kErrInval);
+  lim.meta_context = true;
+  EXPECT_EQ(validate_request(req(kCmdBlockStatus, 0, 4096, kCmdFlagReqOne), lim), 0u);
+  EXPECT_EQ(validate_request(req(kCmdRead, 0, 4096, kCmdFlagReqOne), lim), kErrInval);
+  EXPECT_EQ(validate_request(req(kCmdBlockStatus, 1 << 20, 4096), lim), kErrInval);  // past the end
+}
+
 TEST(NbdProtocol, EachBadRequestGetsTheSpecsError) {
   ExportLimits lim;
   lim.size = 1 << 20;

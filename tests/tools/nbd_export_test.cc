@@ -63,7 +63,8 @@ TEST(NbdExports, BadExportOptionsAreRefused) {
 // Two fio jobs, one connection each, read the same bfq export under names
 // of weight 100 and 300. The null device is latency-bound (1 ms per request,
 // deep queue), so bfq, which dispatches from one queue at a time, decides
-// who gets the device. (A bandwidth cap (mbps) or a shallow hw queue would
+// who gets the device. low_latency=0: weight raising would boost whichever
+// queue bfq takes for interactive, by design. (A bandwidth cap (mbps) or a shallow hw queue would
 // not show weights: capped requests wait in the dispatch list and a shallow
 // queue's few scheduler tags are handed out first come, first served, in
 // the kernel as here.)
@@ -75,7 +76,7 @@ TEST(NbdExports, BfqSharesTheDeviceByConnectionWeight) {
                      << "[high]\nuri=nbd+unix:///a-gold?socket=" << sock << "\n";
   std::string out;
   ASSERT_EQ(run_cli("--socket " + sock +
-                        " --name a --size 1024 --irqmode 2 --completion_nsec 1000000 --scheduler bfq"
+                        " --name a --size 1024 --irqmode 2 --completion_nsec 1000000 --scheduler bfq --attr queue/iosched/low_latency=0"
                         " --alias a-gold=300 --run 'fio --output-format=json " + job + " 2>/dev/null'",
                     &out),
             0);
@@ -83,6 +84,7 @@ TEST(NbdExports, BfqSharesTheDeviceByConnectionWeight) {
   double low = 0, high = 0;
   for (const auto& jb : j["jobs"]) (jb["jobname"] == "low" ? low : high) = jb["read"]["io_bytes"].get<double>();
   ASSERT_GT(low, 0);
+  std::printf("weight 300 / weight 100: %.2f (%.0f / %.0f MiB)\n", high / low, high / (1 << 20), low / (1 << 20));
   // Weight 300 against 100: about three times the service; measured 2.6-2.7.
   EXPECT_GT(high / low, 2.0) << "low " << low << " high " << high;
   EXPECT_LT(high / low, 4.5) << "low " << low << " high " << high;

@@ -182,7 +182,11 @@ ExportDef export_of(const ExportOpts& o, blkmq::Device& dev) {
                blkmq::nbd::kTxSendCache;
   if (o.read_only) e.tx_flags |= blkmq::nbd::kTxReadOnly;
   if (l.max_discard_sectors) e.tx_flags |= blkmq::nbd::kTxSendTrim;
-  if (l.max_write_zeroes_sectors) e.tx_flags |= blkmq::nbd::kTxSendWriteZeroes;
+  // FAST_ZERO is offered with every WRITE_ZEROES: where the device cannot
+  // zero cheaply the server answers it ENOTSUP at once, which is what a
+  // client asking it wants to learn.
+  if (l.max_write_zeroes_sectors) e.tx_flags |= blkmq::nbd::kTxSendWriteZeroes | blkmq::nbd::kTxSendFastZero;
+  e.base_allocation = dev.reports_allocation();
   return e;
 }
 
@@ -202,7 +206,7 @@ blkmq::Status make_exports(const Options& o, std::vector<std::unique_ptr<blkmq::
       if (!names.insert(name).second) return blkmq::Status::invalid("export name '" + name + "' given twice");
       hs->exports.push_back(def);
       hs->exports.back().name = name;
-      exports->push_back({hs->exports.back(), &d.queue(), weight});
+      exports->push_back({hs->exports.back(), &d.queue(), &d, weight});
     }
   }
   return blkmq::Status::ok();

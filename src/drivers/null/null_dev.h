@@ -109,6 +109,9 @@ class NullDevice final : public Device {
   Queue& queue() override { return *queue_; }
   const std::string& driver_name() const override;
   uint64_t size_bytes() const override { return params_.size_bytes(); }
+  // Only the memory-backed device has a map: the page store's.
+  bool reports_allocation() const override { return store_ != nullptr; }
+  Result<std::vector<Extent>> allocation(uint64_t offset, uint64_t length, size_t max_extents) override;
 
   const NullParams& params() const { return params_; }
   PageStore* store() { return store_.get(); }

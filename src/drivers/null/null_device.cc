@@ -1,5 +1,6 @@
 // The null device: parameters to tag set and queue, the process-wide shared
 // tag set, the bandwidth tick, and registration as driver "null".
+#include <algorithm>
 #include <mutex>
 
 #include "base/clock.h"
@@ -138,6 +139,17 @@ NullDevice::~NullDevice() {
 const std::string& NullDevice::driver_name() const {
   static const std::string name = kDriverName;
   return name;
+}
+
+Result<std::vector<Extent>> NullDevice::allocation(uint64_t offset, uint64_t length, size_t max_extents) {
+  if (!store_) return Device::allocation(offset, length, max_extents);
+  if (offset % params_.bs || length % params_.bs) {
+    return Status::invalid("null: allocation query not aligned to bs=" + std::to_string(params_.bs));
+  }
+  // Units of a whole block and a whole page, so every extent is a multiple
+  // of the block size (bs is a power of two).
+  const uint32_t granule = std::max<uint32_t>(params_.bs, PageStore::kPageSize);
+  return store_->allocation(offset, length, granule, max_extents);
 }
 
 NullQueue* NullDevice::alloc_queue(HwCtx* hctx, NullSet* set) {

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 
+#include "drivers/extents.h"
+
 namespace blkmq::nullb {
 namespace {
 
@@ -173,6 +175,31 @@ uint64_t PageStore::cached_pages() const {
     n += shards_[i].cache.size();
   }
   return n;
+}
+
+bool PageStore::page_stored(uint64_t idx) {
+  Shard& s = shard_of(idx);
+  std::lock_guard lk(s.mu);
+  return s.cache.count(idx) || s.backing.count(idx);
+}
+
+Result<std::vector<Extent>> PageStore::allocation(uint64_t off, uint64_t len, uint32_t granule,
+                                                  size_t max_extents) {
+  if (granule < kPageSize || granule % kPageSize) granule = kPageSize;
+  if (!in_range(off, len)) return Status::invalid("null: allocation query past the end of the device");
+  // A unit may start inside a page only when blocks are smaller than pages;
+  // then its page answers for it.
+  const uint64_t step = granule;
+  ExtentBuilder map(max_extents);
+  uint64_t pos = off;
+  while (pos < off + len) {
+    const uint64_t unit_end = std::min(off + len, (pos / step + 1) * step);
+    bool stored = false;
+    for (uint64_t idx = pos / kPageSize; idx * kPageSize < unit_end && !stored; idx++) stored = page_stored(idx);
+    if (!map.add(unit_end - pos, stored ? 0 : kExtentHole | kExtentZero)) break;
+    pos = unit_end;
+  }
+  return map.take();
 }
 
 BlkStatus PageStore::transfer(Request* rq, uint64_t off) {

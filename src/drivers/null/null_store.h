@@ -8,6 +8,9 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
+
+#include "blkmq/device.h"
 
 #include "blkmq/request.h"
 #include "blkmq/status.h"
@@ -47,6 +50,16 @@ class PageStore {
   // cache. nospc if the backing index cannot grow (pages stay cached).
   BlkStatus flush();
 
+  // The allocation map of [off, off+len) in units of `granule` bytes (a
+  // multiple of kPageSize: the device's block size when that is larger).
+  // A unit none of whose pages is stored (never written, or discarded
+  // whole) is a hole reading zeroes; any stored page makes its unit data.
+  // At most max_extents extents (see Device::allocation); a range that
+  // starts or ends inside a unit gets that unit's answer for its part.
+  // inval if out of range.
+  // Cost: one hash lookup per page under that page's shard lock.
+  Result<std::vector<Extent>> allocation(uint64_t off, uint64_t len, uint32_t granule, size_t max_extents);
+
   uint64_t capacity() const { return capacity_; }
   bool has_cache() const { return cache_pages_per_shard_ > 0; }
   // Pages currently allocated, for tests and reports.
@@ -74,6 +87,7 @@ class PageStore {
                   bool fua);
   static void discard_page(Shard& s, uint64_t idx, uint32_t pos, uint32_t n);
   static void write_back(Shard& s, PageMap::iterator it);
+  bool page_stored(uint64_t idx);
 
   uint64_t capacity_;
   size_t cache_pages_per_shard_;

@@ -113,6 +113,13 @@ class UringDevice final : public Device {
   Queue& queue() override { return *queue_; }
   const std::string& driver_name() const override;
   uint64_t size_bytes() const override { return size_; }
+  // A regular file's map comes from lseek(SEEK_DATA/SEEK_HOLE); a block
+  // device has none the driver can see.
+  bool reports_allocation() const override { return !features_.block_device; }
+  Result<std::vector<Extent>> allocation(uint64_t offset, uint64_t length, size_t max_extents) override;
+  // ZERO_RANGE on a file only marks extents unwritten. On a block device
+  // the kernel may fall back to writing zeroes, so it is not cheap there.
+  bool write_zeroes_is_cheap() const override { return features_.zero_range && !features_.block_device; }
 
   const UringParams& params() const { return params_; }
   const Features& features() const { return features_; }
