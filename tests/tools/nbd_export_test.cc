@@ -60,35 +60,48 @@ TEST(NbdExports, BadExportOptionsAreRefused) {
   EXPECT_EQ(run_cli("--socket " + sock_path("al2") + " --alias gold=abc --run true", &out), 1);
 }
 
-// Two fio jobs, one connection each, read the same bfq export under names
-// of weight 100 and 300. The null device is latency-bound (1 ms per request,
-// deep queue), so bfq, which dispatches from one queue at a time, decides
-// who gets the device. low_latency=0: weight raising would boost whichever
-// queue bfq takes for interactive, by design. (A bandwidth cap (mbps) or a shallow hw queue would
-// not show weights: capped requests wait in the dispatch list and a shallow
-// queue's few scheduler tags are handed out first come, first served, in
-// the kernel as here.)
-TEST(NbdExports, BfqSharesTheDeviceByConnectionWeight) {
-  if (!have("fio")) GTEST_SKIP() << "fio not installed";
+// Two fio jobs, one connection each, read one bfq export sequentially
+// under two names; returns (bytes of the weight-100 name, bytes of the
+// weight-`w` name). The null device is the bottleneck: 8 hw tags, 1 ms per
+// request, against 16 requests offered, with 64 scheduler tags so every
+// request waits in bfq and bfq decides who gets the device. low_latency=0:
+// weight raising would boost whichever queue bfq takes for interactive, by
+// design. (A bandwidth cap (mbps) or too few scheduler tags would not show
+// weights: capped requests wait in the dispatch list, and scarce scheduler
+// tags are handed out first come, first served, in the kernel as here.)
+std::pair<double, double> shares(unsigned w) {
   const std::string sock = sock_path("weight"), job = testing::TempDir() + "blkmq_weight.fio";
-  std::ofstream(job) << "[global]\nioengine=nbd\nrw=randread\nbs=64k\niodepth=8\ntime_based=1\nruntime=3\n"
+  std::ofstream(job) << "[global]\nioengine=nbd\nrw=read\nbs=64k\niodepth=8\ntime_based=1\nruntime=3\n"
                      << "[low]\nuri=nbd+unix:///a?socket=" << sock << "\n"
-                     << "[high]\nuri=nbd+unix:///a-gold?socket=" << sock << "\n";
+                     << "[high]\nuri=nbd+unix:///a-w?socket=" << sock << "\n";
   std::string out;
-  ASSERT_EQ(run_cli("--socket " + sock +
-                        " --name a --size 1024 --irqmode 2 --completion_nsec 1000000 --scheduler bfq --attr queue/iosched/low_latency=0"
-                        " --alias a-gold=300 --run 'fio --output-format=json " + job + " 2>/dev/null'",
+  EXPECT_EQ(run_cli("--socket " + sock +
+                        " --name a --size 1024 --irqmode 2 --completion_nsec 1000000 --hw_queue_depth 8"
+                        " --scheduler bfq --attr queue/nr_requests=64 --attr queue/iosched/low_latency=0"
+                        " --alias a-w=" + std::to_string(w) + " --run 'fio --output-format=json " + job + " 2>/dev/null'",
                     &out),
             0);
+  std::remove(job.c_str());
+  if (out.find('{') == std::string::npos) return {0, 0};
   const auto j = nlohmann::json::parse(out.substr(out.find('{')));
   double low = 0, high = 0;
   for (const auto& jb : j["jobs"]) (jb["jobname"] == "low" ? low : high) = jb["read"]["io_bytes"].get<double>();
-  ASSERT_GT(low, 0);
-  std::printf("weight 300 / weight 100: %.2f (%.0f / %.0f MiB)\n", high / low, high / (1 << 20), low / (1 << 20));
-  // Weight 300 against 100: about three times the service; measured 2.6-2.7.
-  EXPECT_GT(high / low, 2.0) << "low " << low << " high " << high;
-  EXPECT_LT(high / low, 4.5) << "low " << low << " high " << high;
-  std::remove(job.c_str());
+  std::printf("weight %u / weight 100: %.2f (%.0f / %.0f MiB)\n", w, high / low, high / (1 << 20), low / (1 << 20));
+  return {low, high};
+}
+
+// Measured here: equal weights 1.00; 300 against 100 2.1-2.7 (not 3: see
+// docs/PERFORMANCE.md on bfq's shares, issue 10).
+TEST(NbdExports, BfqSharesTheDeviceByConnectionWeight) {
+  if (!have("fio")) GTEST_SKIP() << "fio not installed";
+  const auto [low1, high1] = shares(100);
+  ASSERT_GT(low1, 0);
+  EXPECT_GT(high1 / low1, 0.8);
+  EXPECT_LT(high1 / low1, 1.25);
+  const auto [low3, high3] = shares(300);
+  ASSERT_GT(low3, 0);
+  EXPECT_GT(high3 / low3, 1.8);
+  EXPECT_LT(high3 / low3, 4.0);
 }
 
 }  // namespace
