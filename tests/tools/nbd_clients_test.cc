@@ -131,10 +131,11 @@ TEST(NbdClients, QemuNbdAndNbdinfoListTheExport) {
 void fio_verify(unsigned jobs) {
   CliServer s(null_export(8 * jobs));
   ASSERT_TRUE(s.up());
+  // verify_state_save=0: no state files left in the working directory.
   const Shell r = sh("fio --name=verify --ioengine=nbd --uri='" + s.uri(kName) +
                          "' --rw=randwrite --bsrange=512-64k --verify=crc32c --do_verify=1 --verify_fatal=1"
-                         " --iodepth=8 --size=8m --offset_increment=8m --numjobs=" + std::to_string(jobs) +
-                         " --group_reporting",
+                         " --verify_state_save=0 --iodepth=8 --size=8m --offset_increment=8m"
+                         " --group_reporting --numjobs=" + std::to_string(jobs),
                      120);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.find("verify failed"), std::string::npos) << r.output;
