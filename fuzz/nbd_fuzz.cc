@@ -229,6 +229,17 @@ void check_error_replies(const Request& r, uint32_t err, std::string_view msg) {
   FUZZ_CHECK(get16(chunk.data() + 24) == chunk.size() - kChunkHeaderSize - 6);
 }
 
+// The chunk headers a served READ is answered with: lengths that cover
+// exactly what follows them.
+void check_read_replies(const Request& r) {
+  const std::string data = offset_data_chunk(r.cookie, r.offset, r.length, true);
+  FUZZ_CHECK(data.size() == kChunkHeaderSize + 8 && get32(data.data() + 16) == 8ull + r.length);
+  FUZZ_CHECK(get64(data.data() + kChunkHeaderSize) == r.offset && (get16(data.data() + 4) & kChunkFlagDone));
+  const std::string hole = offset_hole_chunk(r.cookie, r.offset, r.length, false);
+  FUZZ_CHECK(hole.size() == kChunkHeaderSize + 12 && get32(hole.data() + 16) == 12);
+  FUZZ_CHECK(done_chunk(r.cookie).size() == kChunkHeaderSize);
+}
+
 void run_transmission(std::string_view s, const Handshake& h, uint8_t c) {
   const ExportLimits lim = limits_of(h, c);
   while (s.size() >= kRequestSize) {
@@ -238,7 +249,9 @@ void run_transmission(std::string_view s, const Handshake& h, uint8_t c) {
     const uint32_t err = validate_request(r, lim);
     check_verdict(r, lim, err);
     s.remove_prefix(kRequestSize);
+    FUZZ_CHECK(cmd_name(r.type) != nullptr);
     if (err != 0) check_error_replies(r, err, s.substr(0, 64));
+    if (err == 0 && r.type == kCmdRead) check_read_replies(r);
     if (r.type == kCmdDisc) return;
     // A WRITE's payload is on the wire whatever the verdict.
     const uint64_t skip = request_payload(r);
