@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -52,6 +53,14 @@ ReqOp op_of(uint16_t type) {
     case kCmdWriteZeroes: return ReqOp::write_zeroes;
     default: return ReqOp::read;
   }
+}
+
+// Bounds each receive by what is left until `deadline`; false once it passed.
+bool recv_deadline(int fd, std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+  if (left.count() <= 0) return false;
+  const timeval tv{static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)};
+  return ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
 }
 
 }  // namespace
@@ -109,8 +118,17 @@ bool Connection::read_more(std::string* pending, size_t want) {
 bool Connection::handshake() {
   if (!send_all(Handshake::greeting())) return false;
   std::string pending, out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(lim_.handshake_timeout_ms);
   while (hs_.state() == Handshake::State::client_flags || hs_.state() == Handshake::State::options) {
-    if (!read_more(&pending, 0)) return false;
+    if (lim_.handshake_timeout_ms && !recv_deadline(fd_, deadline)) {
+      reason_ = "handshake timed out";
+      return false;
+    }
+    if (!read_more(&pending, 0)) {
+      // SO_RCVTIMEO's expiry reads as a failed receive with EAGAIN.
+      if (reason_ == "receive failed" && (errno == EAGAIN || errno == EWOULDBLOCK)) reason_ = "handshake timed out";
+      return false;
+    }
     out.clear();
     pending.erase(0, hs_.consume(pending, &out));
     if (!out.empty() && !send_all(out)) return false;
@@ -129,6 +147,9 @@ bool Connection::handshake() {
   xlim_.fast_zero = exp_->def.tx_flags & kTxSendFastZero;
   xlim_.trim = exp_->def.tx_flags & kTxSendTrim;
   xlim_.write_zeroes = exp_->def.tx_flags & kTxSendWriteZeroes;
+  // Transmission may idle as long as the client likes.
+  const timeval forever{0, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
   // Bytes after GO's ACK are already requests; keep them for transmission.
   leftover_ = std::move(pending);
   return true;

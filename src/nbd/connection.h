@@ -38,6 +38,10 @@ struct ConnLimits {
   // (its other replies are dropped), so a client that stops reading cannot
   // hold a server thread, or a server stop, forever.
   unsigned send_timeout_ms = 30000;
+  // The whole handshake, greeting to GO, must finish within this long (0 =
+  // no limit), so clients that connect and stall cannot hold every
+  // connection slot (max_connections) and lock the others out.
+  unsigned handshake_timeout_ms = 10000;
 };
 
 class Connection {
