@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <thread>
 
 #include "blkmq/plug.h"
@@ -15,6 +17,23 @@
 
 namespace blkmq::nbd {
 
+namespace {
+
+// Payload buffers are page-aligned, as the kernel's bio pages are: an
+// O_DIRECT driver (uring with direct=1) refuses buffers below the file's
+// DIO memory alignment with EINVAL, and new char[] gives only 16 bytes.
+constexpr size_t kBufAlign = 4096;
+struct FreeBuf {
+  void operator()(char* p) const { std::free(p); }
+};
+char* alloc_buf(size_t n) {
+  void* p = std::aligned_alloc(kBufAlign, (n + kBufAlign - 1) / kBufAlign * kBufAlign);
+  if (p == nullptr) throw std::bad_alloc();  // as new char[] did
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
 // One request from header to reply. Owned by the connection from the
 // header's arrival until its reply is sent.
 struct Connection::InFlight {
@@ -22,7 +41,7 @@ struct Connection::InFlight {
   Request req;
   Bio bio;
   iovec iov{};
-  std::unique_ptr<char[]> buf;  // READ: filled by the device; WRITE: the payload
+  std::unique_ptr<char, FreeBuf> buf;  // READ: filled by the device; WRITE: the payload
   uint64_t bytes = 0;           // buffer bytes counted against ConnLimits
   uint32_t error = 0;           // NBD error of the reply
 };
@@ -237,7 +256,7 @@ size_t Connection::take_requests(const std::string& pending, size_t pos) {
       io->c = this;
       io->req = r;
       if (has_buf) {
-        io->buf.reset(new char[r.length]);
+        io->buf.reset(alloc_buf(r.length));
         io->bytes = r.length;
         if (r.type == kCmdWrite) std::memcpy(io->buf.get(), pending.data() + pos + kRequestSize, r.length);
       }
