@@ -5,6 +5,7 @@
 // uring driver, and a server that outlives malformed clients. Each client
 // runs under a time limit and the test is skipped where it is not installed.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -176,11 +178,11 @@ bool nbdsh_works() { return sh("PATH=/usr/bin:$PATH nbdsh -c pass", 20).status =
 // driver passes them to the file (FLUSH as fdatasync, FUA as RWF_DSYNC) and
 // keeps nothing of its own to lose. A SIGKILL cannot test power loss; this
 // shows that no acknowledged data lives only in the server.
-TEST(NbdClients, FlushedWritesSurviveSigkillOnUring) {
-  if (!nbdsh_works()) GTEST_SKIP() << "nbdsh (python3-libnbd) is not installed";
+void survive_sigkill(const std::string& direct) {
   const std::string dir = temp_dir("durable");
   const std::string file = dir + "/disk.img";
-  const std::vector<std::string> args = {"--driver=uring", "--filename=" + file, "--size=16m", "--name=" + kName};
+  const std::vector<std::string> args = {"--driver=uring", "--filename=" + file, "--size=16m",
+                                         "--direct=" + direct, "--name=" + kName};
   {
     CliServer s(args);
     ASSERT_TRUE(s.up());
@@ -198,7 +200,40 @@ TEST(NbdClients, FlushedWritesSurviveSigkillOnUring) {
   const Shell r = nbdsh(again.uri(kName), "assert h.pread(65536, 0) == b\"\\xa5\" * 65536; "
                                          "assert h.pread(4096, 65536) == b\"\\x5a\" * 4096");
   EXPECT_EQ(r.status, 0) << r.output;
-  again.stop(SIGTERM);
+  EXPECT_EQ(again.stop(SIGTERM), 0);
+  sh("rm -rf " + dir);
+}
+
+TEST(NbdClients, FlushedWritesSurviveSigkillOnUring) {
+  if (!nbdsh_works()) GTEST_SKIP() << "nbdsh (python3-libnbd) is not installed";
+  survive_sigkill("0");
+}
+
+// The same through O_DIRECT, where the page cache is out of the way.
+TEST(NbdClients, FlushedWritesSurviveSigkillOnUringDirect) {
+  if (!nbdsh_works()) GTEST_SKIP() << "nbdsh (python3-libnbd) is not installed";
+  const std::string dir = temp_dir("odirect");
+  const int fd = ::open((dir + "/probe").c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
+  if (fd >= 0) ::close(fd);
+  sh("rm -rf " + dir);
+  if (fd < 0) GTEST_SKIP() << "the temp dir's file system refuses O_DIRECT";
+  survive_sigkill("1");
+}
+
+// On uring the export offers WRITE_ZEROES and TRIM for real (fallocate
+// ZERO_RANGE and PUNCH_HOLE); null has no WRITE_ZEROES, where qemu writes
+// zero buffers instead.
+TEST(NbdClients, QemuIoZeroesAndDiscardOnUring) {
+  if (!have("qemu-io")) GTEST_SKIP() << "qemu-io (qemu-utils) is not installed";
+  const std::string dir = temp_dir("uring_io");
+  CliServer s({"--driver=uring", "--filename=" + dir + "/disk.img", "--size=64m", "--name=" + kName});
+  ASSERT_TRUE(s.up());
+  expect_clean(qemu_io(s, {
+      "write -P 0xab 0 8m", "write -z 1m 2m", "read -P 0 1m 2m", "read -P 0xab 0 1m", "read -P 0xab 3m 5m",
+      "write -z -u 4m 1m", "read -P 0 4m 1m", "discard 6m 1m", "read -P 0 6m 1m", "read -P 0xab 7m 1m",
+      "write -z 0 64m", "read -P 0 0 8m", "flush",
+  }));
+  EXPECT_EQ(s.stop(SIGTERM), 0);
   sh("rm -rf " + dir);
 }
 
@@ -220,7 +255,8 @@ class RawConn {
   std::string read_n(size_t n) {
     std::string s(n, '\0');
     size_t got = 0;
-    for (ssize_t k; got < n && (k = ::read(fd_, s.data() + got, n - got)) > 0;) got += size_t(k);
+    for (ssize_t k; got < n && ((k = ::read(fd_, s.data() + got, n - got)) > 0 || (k < 0 && errno == EINTR));)
+      if (k > 0) got += size_t(k);
     s.resize(got);
     return s;
   }
