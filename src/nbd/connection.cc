@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <thread>
 
 #include "blkmq/plug.h"
@@ -15,6 +18,23 @@
 
 namespace blkmq::nbd {
 
+namespace {
+
+// Payload buffers are page-aligned, as the kernel's bio pages are: an
+// O_DIRECT driver (uring with direct=1) refuses buffers below the file's
+// DIO memory alignment with EINVAL, and new char[] gives only 16 bytes.
+constexpr size_t kBufAlign = 4096;
+struct FreeBuf {
+  void operator()(char* p) const { std::free(p); }
+};
+char* alloc_buf(size_t n) {
+  void* p = std::aligned_alloc(kBufAlign, (n + kBufAlign - 1) / kBufAlign * kBufAlign);
+  if (p == nullptr) throw std::bad_alloc();  // as new char[] did
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
 // One request from header to reply. Owned by the connection from the
 // header's arrival until its reply is sent.
 struct Connection::InFlight {
@@ -22,7 +42,7 @@ struct Connection::InFlight {
   Request req;
   Bio bio;
   iovec iov{};
-  std::unique_ptr<char[]> buf;  // READ: filled by the device; WRITE: the payload
+  std::unique_ptr<char, FreeBuf> buf;  // READ: filled by the device; WRITE: the payload
   std::string reply;            // a reply built before queueing (BLOCK_STATUS); sent as is
   uint64_t bytes = 0;           // buffer bytes counted against ConnLimits
   uint32_t error = 0;           // NBD error of the reply
@@ -54,6 +74,14 @@ ReqOp op_of(uint16_t type) {
     case kCmdWriteZeroes: return ReqOp::write_zeroes;
     default: return ReqOp::read;
   }
+}
+
+// Bounds each receive by what is left until `deadline`; false once it passed.
+bool recv_deadline(int fd, std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+  if (left.count() <= 0) return false;
+  const timeval tv{static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)};
+  return ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
 }
 
 }  // namespace
@@ -133,6 +161,7 @@ bool Connection::start_tls(const std::string& pending) {
 bool Connection::handshake() {
   if (!send_all(Handshake::greeting())) return false;
   std::string pending, out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(lim_.handshake_timeout_ms);
   for (;;) {
     const Handshake::State st = hs_.state();
     if (st == Handshake::State::start_tls) {
@@ -140,7 +169,17 @@ bool Connection::handshake() {
       continue;
     }
     if (st != Handshake::State::client_flags && st != Handshake::State::options) break;
-    if (!read_more(&pending, 0)) return false;
+    if (lim_.handshake_timeout_ms && !recv_deadline(fd_, deadline)) {
+      reason_ = "handshake timed out";
+      return false;
+    }
+    io_.set_recv_timeout(lim_.handshake_timeout_ms != 0);
+    if (!read_more(&pending, 0)) {
+      // SO_RCVTIMEO's expiry reads as a failed receive with EAGAIN.
+      if (reason_ != "client closed the connection" && (errno == EAGAIN || errno == EWOULDBLOCK))
+        reason_ = "handshake timed out";
+      return false;
+    }
     out.clear();
     pending.erase(0, hs_.consume(pending, &out));
     if (!out.empty() && !send_all(out)) return false;  // STARTTLS's ACK goes out in plaintext
@@ -160,6 +199,9 @@ bool Connection::handshake() {
   xlim_.fast_zero = exp_->def.tx_flags & kTxSendFastZero;
   xlim_.trim = exp_->def.tx_flags & kTxSendTrim;
   xlim_.write_zeroes = exp_->def.tx_flags & kTxSendWriteZeroes;
+  // Transmission may idle as long as the client likes.
+  const timeval forever{0, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
   // Bytes after GO's ACK are already requests; keep them for transmission.
   leftover_ = std::move(pending);
   return true;
@@ -251,7 +293,7 @@ size_t Connection::take_requests(const std::string& pending, size_t pos) {
       io->c = this;
       io->req = r;
       if (has_buf) {
-        io->buf.reset(new char[r.length]);
+        io->buf.reset(alloc_buf(r.length));
         io->bytes = r.length;
         if (r.type == kCmdWrite) std::memcpy(io->buf.get(), pending.data() + pos + kRequestSize, r.length);
       }

@@ -58,6 +58,10 @@ struct ConnLimits {
   // Bounds the TLS handshake after STARTTLS, so a client that stalls in it
   // cannot hold the connection's thread.
   unsigned tls_handshake_timeout_ms = 10000;
+  // The whole handshake, greeting to GO, must finish within this long (0 =
+  // no limit), so clients that connect and stall cannot hold every
+  // connection slot (max_connections) and lock the others out.
+  unsigned handshake_timeout_ms = 10000;
 };
 
 class Connection {

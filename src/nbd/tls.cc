@@ -185,11 +185,17 @@ ssize_t Transport::recv(char* p, size_t n) {
   // (gnutls_record_check_pending) before it reads the socket again, so the
   // reader never waits on the socket with data pending. AGAIN on a blocking
   // socket without a receive timeout means a record that carried no data
-  // (a TLS 1.3 key update): read on.
+  // (a TLS 1.3 key update): read on. With a receive timeout it is the
+  // timeout.
   ssize_t k;
   do {
     k = gnutls_record_recv(session_, p, n);
-  } while (k == GNUTLS_E_INTERRUPTED || k == GNUTLS_E_AGAIN);
+  } while (k == GNUTLS_E_INTERRUPTED || (k == GNUTLS_E_AGAIN && !recv_timeout_));
+  if (k == GNUTLS_E_AGAIN) {
+    recv_error_ = "receive timed out";
+    errno = EAGAIN;
+    return -1;
+  }
   if (k == GNUTLS_E_PREMATURE_TERMINATION) return 0;  // EOF without close_notify: the peer, or stop()
   if (k < 0) {
     recv_error_ = gnutls_strerror(static_cast<int>(k));

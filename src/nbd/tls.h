@@ -99,6 +99,10 @@ class Transport {
   void bye();
 
   bool tls() const { return session_ != nullptr; }
+  // The socket has a receive timeout (SO_RCVTIMEO, during the NBD
+  // handshake): a TLS receive that runs out then fails with errno EAGAIN
+  // instead of reading on.
+  void set_recv_timeout(bool on) { recv_timeout_ = on; }
   // Reader: why the last recv() under TLS failed (send errors need no
   // words: the client is gone or stopped reading).
   const std::string& recv_error() const { return recv_error_; }
@@ -106,6 +110,7 @@ class Transport {
  private:
   const int fd_;
   gnutls_session_int* session_ = nullptr;
+  bool recv_timeout_ = false;
   std::string recv_error_;
 };
 

@@ -2,7 +2,6 @@
 // a device with another weight, and bfq sharing that device between two
 // connections by weight, measured with fio's nbd engine.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -10,36 +9,34 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tools/cli_process.h"
+
+namespace blkmq::test {
 namespace {
 
-// Runs `blkmq nbd ARGS` and returns its exit status; *out gets stdout.
+// Runs `blkmq nbd ARGS` (shell words); its exit status, *out its output
+// (the server's lines, then the --run command's).
 int run_cli(const std::string& args, std::string* out) {
-  const std::string cmd = std::string("timeout 60 ") + BLKMQ_CLI_PATH + " nbd " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  const int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  Shell r = sh(std::string(BLKMQ_CLI_PATH) + " nbd " + args, 60);
+  *out = std::move(r.output);
+  return r.status;
 }
 
-std::string sock_path(const char* tag) {
-  return testing::TempDir() + "blkmq_nbd_" + tag + "_" + std::to_string(getpid()) + ".sock";
+nlohmann::json json_in(const std::string& out) {
+  const size_t at = out.find('{');
+  return at == std::string::npos ? nlohmann::json() : nlohmann::json::parse(out.substr(at), nullptr, false);
 }
-
-bool have(const char* tool) { return std::system((std::string("command -v ") + tool + " >/dev/null").c_str()) == 0; }
 
 TEST(NbdExports, EachExportHasItsOwnDeviceAndAliasesShareOne) {
   if (!have("nbdinfo")) GTEST_SKIP() << "nbdinfo not installed";
-  const std::string sock = sock_path("list");
+  const std::string sock = temp_socket("list");
   std::string out;
   ASSERT_EQ(run_cli("--socket " + sock +
                         " --name a --description first --size 64 --alias a-gold=300"
                         " --export b --size 128 --read-only --run 'nbdinfo --list --json \"$uri\"'",
                     &out),
             0);
-  const auto j = nlohmann::json::parse(out);
+  const auto j = json_in(out);
   ASSERT_EQ(j["exports"].size(), 3u) << out;
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& e : j["exports"]) by_name[e["export-name"]] = e;
@@ -53,11 +50,11 @@ TEST(NbdExports, EachExportHasItsOwnDeviceAndAliasesShareOne) {
 
 TEST(NbdExports, BadExportOptionsAreRefused) {
   std::string out;
-  EXPECT_EQ(run_cli("--socket " + sock_path("dup") + " --name a --export a --run true", &out), 1);
-  EXPECT_EQ(run_cli("--socket " + sock_path("w0") + " --weight 0 --run true", &out), 1);
-  EXPECT_EQ(run_cli("--socket " + sock_path("w1") + " --weight 1001 --run true", &out), 1);
-  EXPECT_EQ(run_cli("--socket " + sock_path("al") + " --alias gold --run true", &out), 1);
-  EXPECT_EQ(run_cli("--socket " + sock_path("al2") + " --alias gold=abc --run true", &out), 1);
+  EXPECT_EQ(run_cli("--socket " + temp_socket("dup") + " --name a --export a --run true", &out), 1);
+  EXPECT_EQ(run_cli("--socket " + temp_socket("w0") + " --weight 0 --run true", &out), 1);
+  EXPECT_EQ(run_cli("--socket " + temp_socket("w1") + " --weight 1001 --run true", &out), 1);
+  EXPECT_EQ(run_cli("--socket " + temp_socket("al") + " --alias gold --run true", &out), 1);
+  EXPECT_EQ(run_cli("--socket " + temp_socket("al2") + " --alias gold=abc --run true", &out), 1);
 }
 
 // Two fio jobs, one connection each, read one bfq export sequentially
@@ -70,7 +67,7 @@ TEST(NbdExports, BadExportOptionsAreRefused) {
 // weights: capped requests wait in the dispatch list, and scarce scheduler
 // tags are handed out first come, first served, in the kernel as here.)
 std::pair<double, double> shares(unsigned w) {
-  const std::string sock = sock_path("weight"), job = testing::TempDir() + "blkmq_weight.fio";
+  const std::string sock = temp_socket("weight"), job = testing::TempDir() + "blkmq_weight.fio";
   std::ofstream(job) << "[global]\nioengine=nbd\nrw=read\nbs=64k\niodepth=8\ntime_based=1\nruntime=3\n"
                      << "[low]\nuri=nbd+unix:///a?socket=" << sock << "\n"
                      << "[high]\nuri=nbd+unix:///a-w?socket=" << sock << "\n";
@@ -82,8 +79,8 @@ std::pair<double, double> shares(unsigned w) {
                     &out),
             0);
   std::remove(job.c_str());
-  if (out.find('{') == std::string::npos) return {0, 0};
-  const auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  const auto j = json_in(out);
+  if (!j.is_object()) return {0, 0};
   double low = 0, high = 0;
   for (const auto& jb : j["jobs"]) (jb["jobname"] == "low" ? low : high) = jb["read"]["io_bytes"].get<double>();
   std::printf("weight %u / weight 100: %.2f (%.0f / %.0f MiB)\n", w, high / low, high / (1 << 20), low / (1 << 20));
@@ -105,3 +102,4 @@ TEST(NbdExports, BfqSharesTheDeviceByConnectionWeight) {
 }
 
 }  // namespace
+}  // namespace blkmq::test
