@@ -429,11 +429,12 @@ void Connection::end_io(Bio* bio) {
   io->c->complete(io);
 }
 
+// The notify is under the lock: once the writer can see the reply, it may
+// send it, the reader may find the connection idle and the connection may
+// be destroyed, so nothing of `this` may be touched after the unlock.
 void Connection::complete(InFlight* io) {
-  {
-    std::lock_guard g(mu_);
-    done_.push_back(io);
-  }
+  std::lock_guard g(mu_);
+  done_.push_back(io);
   cv_.notify_all();
 }
 
