@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -123,6 +124,7 @@ class Connection {
   IoContext* const ioc_;             // this connection's I/O context (bfq's queue and weight)
   ExportLimits xlim_;
   std::string reason_;
+  std::unique_ptr<char[]> rbuf_;     // the reader's receive buffer (kReadChunk bytes)
   std::string leftover_;             // bytes read past the handshake: the first requests
   uint64_t room_wanted_ = 0;         // reader: the request that did not fit waits for this many bytes
   bool need_room_ = false;
