@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -245,9 +244,8 @@ int nbd_main(int argc, char** argv) {
   blkmq::nbd::Server& s = **server;
   for (const Export& e : exports) {
     const std::string name = e.def.name.empty() ? "the default export" : "'" + e.def.name + "'";
-    const std::string driver =
-        (*std::find_if(devs.begin(), devs.end(), [&](const auto& d) { return &d->queue() == e.q; }))->driver_name();
-    std::fprintf(stderr, "blkmq nbd: serving %s (%s, %llu bytes, weight %u) at %s\n", name.c_str(), driver.c_str(),
+    std::fprintf(stderr, "blkmq nbd: serving %s (%s, %llu bytes, weight %u) at %s\n", name.c_str(),
+                 e.dev->driver_name().c_str(),
                  static_cast<unsigned long long>(e.def.size), e.weight, s.uri().c_str());
   }
   std::atomic<bool> done{false};
