@@ -19,49 +19,8 @@
 namespace blkmq::nbd {
 namespace {
 
-// A device from `params` served on a temp socket, its export built the way
-// blkmq nbd builds it (trim, write zeroes and fast zero from the limits,
-// base:allocation from the device). `tx_extra` adds transmission flags.
-class Served {
- public:
-  Served(const std::string& driver, const ParamMap& params, uint16_t tx_extra = 0) {
-    path_ = testing::TempDir() + "blkmq_bs_" + std::to_string(getpid()) + "_" + std::to_string(counter_++) + ".sock";
-    auto d = create_device(driver, params);
-    EXPECT_TRUE(d.is_ok()) << d.status().message();
-    dev_ = std::move(*d);
-    const QueueLimits& l = dev_->queue().limits();
-    ExportDef e;
-    e.size = dev_->size_bytes();
-    e.min_block = l.logical_block_size;
-    e.tx_flags = kTxSendFlush | tx_extra;
-    if (l.max_discard_sectors) e.tx_flags |= kTxSendTrim;
-    if (l.max_write_zeroes_sectors) e.tx_flags |= kTxSendWriteZeroes | kTxSendFastZero;
-    e.base_allocation = dev_->reports_allocation();
-    hs_.exports = {e};
-    exports_ = {{e, &dev_->queue(), dev_.get()}};
-    ServerConfig sc;
-    sc.socket_path = path_;
-    auto s = Server::listen(sc, hs_, exports_);
-    EXPECT_TRUE(s.is_ok()) << s.status().message();
-    server_ = std::move(*s);
-    thread_ = std::thread([this] { server_->serve(); });
-  }
-  ~Served() {
-    server_->stop();
-    thread_.join();
-  }
-  const std::string& path() const { return path_; }
-  std::string uri() const { return server_->uri(); }
-
- private:
-  static inline int counter_ = 0;
-  std::string path_;
-  std::unique_ptr<Device> dev_;
-  HandshakeConfig hs_;
-  std::vector<Export> exports_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-};
+using test::read_exactly;
+using test::Served;
 
 struct Chunk {
   uint16_t flags = 0, type = 0;
@@ -129,17 +88,7 @@ class Client {
     return get32(h.data() + 4);
   }
   uint32_t context() const { return context_; }
-  std::string read_n(size_t n) {
-    std::string s(n, '\0');
-    size_t got = 0;
-    while (got < n) {
-      const ssize_t k = ::read(fd_, s.data() + got, n - got);
-      if (k <= 0) break;
-      got += static_cast<size_t>(k);
-    }
-    s.resize(got);
-    return s;
-  }
+  std::string read_n(size_t n) { return read_exactly(fd_, n); }
 
  private:
   int fd_ = -1;
@@ -167,7 +116,7 @@ constexpr uint32_t kHZ = kStateHole | kStateZero;
 const ParamMap kNullMem = {{"memory_backed", "1"}, {"size", "16"}};
 
 TEST(NbdBlockStatus, NeedsSetMetaContext) {
-  Served srv("null", kNullMem);
+  Served srv("null", kNullMem, 0);
   {
     Client c(srv.path(), true, false);
     c.request(kCmdBlockStatus, 1, 0, 4096);
@@ -183,7 +132,7 @@ TEST(NbdBlockStatus, NeedsSetMetaContext) {
 }
 
 TEST(NbdBlockStatus, DescriptorsReqOneAndErrors) {
-  Served srv("null", {{"memory_backed", "1"}, {"size", "64"}});
+  Served srv("null", {{"memory_backed", "1"}, {"size", "64"}}, 0);
   Client c(srv.path(), true, true);
   ASSERT_EQ(c.context(), kBaseAllocationId);
   c.request(kCmdWrite, 1, 8192, 4096, 0, std::string(4096, 'a'));
@@ -211,7 +160,7 @@ TEST(NbdBlockStatus, DescriptorsReqOneAndErrors) {
 }
 
 TEST(NbdBlockStatus, ZeroReadsAreHolesDataReadsAreData) {
-  Served srv("null", kNullMem);
+  Served srv("null", kNullMem, 0);
   Client c(srv.path(), true, false);
   c.request(kCmdWrite, 1, 4096, 4096, 0, std::string(4096, 'z'));
   uint64_t cookie = 0;
@@ -282,7 +231,7 @@ std::vector<std::tuple<uint64_t, uint64_t, unsigned>> map_of(const std::string& 
 
 TEST(NbdBlockStatus, NbdinfoMapOnNull) {
   if (!have("nbdinfo")) GTEST_SKIP() << "nbdinfo (libnbd-bin) is not installed";
-  Served srv("null", kNullMem);
+  Served srv("null", kNullMem, 0);
   {
     Client c(srv.path(), false, false);
     uint64_t cookie = 0;
@@ -309,7 +258,7 @@ TEST(NbdBlockStatus, NbdinfoMapOnASparseFile) {
   ASSERT_EQ(::pwrite(fd, block.data(), block.size(), 2 << 20), 65536);
   ::close(fd);
   {
-    Served srv("uring", {{"filename", f}});
+    Served srv("uring", {{"filename", f}}, 0);
     const auto m = map_of(srv.uri());
     ASSERT_FALSE(m.empty());
     uint64_t end = 0;
@@ -347,7 +296,7 @@ TEST(NbdBlockStatus, NbdshFastZeroAndReqOneOnAFile) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::ftruncate(fd, 4 << 20), 0);
   ::close(fd);
-  Served srv("uring", {{"filename", f}});
+  Served srv("uring", {{"filename", f}}, 0);
   // Writes data, zeroes half of it with FAST_ZERO (a file zeroes cheaply),
   // reads it back, and asks for one extent with REQ_ONE.
   const std::string code =

@@ -88,20 +88,63 @@ inline std::vector<OptReply> replies(std::string_view s) {
   return v;
 }
 
-// A memory-backed null device served on a temp socket by a thread.
+// Up to `n` bytes from `fd`: fewer only at EOF or an error.
+inline std::string read_exactly(int fd, size_t n) {
+  std::string s(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t k = ::read(fd, s.data() + got, n - got);
+    if (k <= 0) break;
+    got += static_cast<size_t>(k);
+  }
+  s.resize(got);
+  return s;
+}
+
+// A device served on a temp socket by a thread, as export "disk".
 class Served {
  public:
+  // A memory-backed null device of `size_mib`, min block 512, FLUSH, FUA
+  // and MULTI_CONN (and READ_ONLY) offered.
   explicit Served(bool read_only = false, uint64_t size_mib = 64, ConnLimits lim = {}, TlsConfig tls = {}) {
-    path_ = testing::TempDir() + "blkmq_nbd_" + std::to_string(getpid()) + "_" + std::to_string(counter_++) + ".sock";
-    auto d = create_device("null", {{"memory_backed", "1"}, {"size", std::to_string(size_mib)}});
-    EXPECT_TRUE(d.is_ok()) << d.status().message();
-    dev_ = std::move(*d);
+    open_device("null", {{"memory_backed", "1"}, {"size", std::to_string(size_mib)}});
     ExportDef e;
-    e.name = "disk";
-    e.size = dev_->size_bytes();
     e.min_block = 512;
     e.tx_flags = kTxSendFlush | kTxSendFua | kTxCanMultiConn | (read_only ? kTxReadOnly : 0);
-    e.base_allocation = dev_->reports_allocation();  // as blkmq nbd does: nbdcopy then skips holes
+    start(e, lim, std::move(tls));
+  }
+  // A device of `driver` with `params`, its export built the way blkmq nbd
+  // builds it (trim, write zeroes and fast zero from the limits); `tx_extra`
+  // adds transmission flags.
+  Served(const std::string& driver, const ParamMap& params, uint16_t tx_extra) {
+    open_device(driver, params);
+    const QueueLimits& l = dev_->queue().limits();
+    ExportDef e;
+    e.min_block = l.logical_block_size;
+    e.tx_flags = kTxSendFlush | tx_extra;
+    if (l.max_discard_sectors) e.tx_flags |= kTxSendTrim;
+    if (l.max_write_zeroes_sectors) e.tx_flags |= kTxSendWriteZeroes | kTxSendFastZero;
+    start(e, {}, {});
+  }
+  ~Served() {
+    server_->stop();
+    thread_.join();
+  }
+  const std::string& path() const { return path_; }
+  std::string uri() const { return server_->uri(); }
+
+ private:
+  void open_device(const std::string& driver, const ParamMap& params) {
+    path_ = testing::TempDir() + "blkmq_nbd_" + std::to_string(getpid()) + "_" + std::to_string(counter_++) + ".sock";
+    auto d = create_device(driver, params);
+    EXPECT_TRUE(d.is_ok()) << d.status().message();
+    dev_ = std::move(*d);
+  }
+  // base:allocation as blkmq nbd offers it: nbdcopy then skips holes.
+  void start(ExportDef e, ConnLimits lim, TlsConfig tls) {
+    e.name = "disk";
+    e.size = dev_->size_bytes();
+    e.base_allocation = dev_->reports_allocation();
     hs_.exports = {e};
     exports_ = {{e, &dev_->queue(), dev_.get()}};
     ServerConfig sc;
@@ -113,14 +156,7 @@ class Served {
     server_ = std::move(*s);
     thread_ = std::thread([this] { server_->serve(); });
   }
-  ~Served() {
-    server_->stop();
-    thread_.join();
-  }
-  const std::string& path() const { return path_; }
-  std::string uri() const { return server_->uri(); }
 
- private:
   static inline int counter_ = 0;
   std::string path_;
   std::unique_ptr<Device> dev_;
@@ -195,17 +231,7 @@ class RawClient {
     }
     return err;
   }
-  std::string read_n(size_t n) {
-    std::string s(n, '\0');
-    size_t got = 0;
-    while (got < n) {
-      const ssize_t k = ::read(fd_, s.data() + got, n - got);
-      if (k <= 0) break;
-      got += static_cast<size_t>(k);
-    }
-    s.resize(got);
-    return s;
-  }
+  std::string read_n(size_t n) { return read_exactly(fd_, n); }
 
  private:
   int fd_ = -1;
