@@ -104,6 +104,10 @@ class Connection {
   static void end_io(Bio* bio);
   void complete(InFlight* io);
   void writer();
+  void send_queued(std::unique_lock<std::mutex>& l);
+  void reply_from_reader();
+  // Marks this thread as the connection's reader while it submits a batch.
+  struct ReaderScope;
   void send_reply(InFlight* io);
   void send_read_reply(InFlight* io);
   bool send_all(const std::string& s);
@@ -137,6 +141,7 @@ class Connection {
   unsigned inflight_ = 0;            // submitted or queued for a reply
   uint64_t inflight_bytes_ = 0;
   bool writer_exit_ = false;
+  bool sending_ = false;             // the reader or the writer is sending replies
 };
 
 }  // namespace blkmq::nbd
