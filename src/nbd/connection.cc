@@ -395,9 +395,9 @@ uint32_t Connection::refuse_slow_zero(const Request& r) const {
 
 // Requests answered on the reader thread: refusals, CACHE (advisory:
 // nothing to do) and BLOCK_STATUS, whose query is a few lseeks or page
-// lookups. They still go through the writer's queue: only the writer
-// sends, so two replies never interleave on the socket, and the reply
-// counts among the connection's requests in flight.
+// lookups. They still go through the reply queue: only the holder of the
+// sending token sends, so two replies never interleave on the socket, and
+// the reply counts among the connection's requests in flight.
 void Connection::answer_now(const Request& r, uint32_t error) {
   if (error != 0 || r.type != kCmdBlockStatus) {
     reply_now(r, error);

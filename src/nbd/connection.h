@@ -6,7 +6,10 @@
 // Threads: run() is the reader (handshake, request headers, WRITE payloads,
 // submission under one plug per socket read); a writer thread sends the
 // replies that end_io hands it, since end_io may run in a driver's hardirq
-// context and must not block on a socket.
+// context and must not block on a socket. Replies completed inside the
+// reader's own submission (a device that completes inline) are sent by the
+// reader after its batch, sparing the writer's wake-up; one sending token
+// keeps the two from sending at once.
 #pragma once
 
 #include <atomic>
