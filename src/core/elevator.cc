@@ -221,6 +221,17 @@ void set_min_shallow_depth(Queue* q, unsigned depth) {
 void queue_enable_stats(Queue* q) { to_impl(q)->stats_enabled_.store(true); }
 ElevatorQueue* queue_elevator(Queue* q) { return to_impl(q)->elevator_; }
 
+// queue/async_depth keeps its proportion of nr_requests when nr_requests
+// changes (blk_mq_update_nr_requests): a scheduler that left it at
+// nr_requests keeps no limit, kyber's 75 % stays 75 %. Keeping the old
+// absolute value instead left writes 2 tags after nr_requests went from 2 to
+// 64 on a depth-1 device, and mq-deadline's write batches ended after two.
+static unsigned scaled_async_depth(const QueueImpl* q, unsigned nr) {
+  if (q->nr_requests_ == 0) return nr;
+  const uint64_t scaled = uint64_t(q->async_depth_) * nr / q->nr_requests_;
+  return static_cast<unsigned>(std::clamp<uint64_t>(scaled, 1, nr));
+}
+
 Status set_nr_requests(QueueImpl* q, unsigned nr) {
   std::lock_guard<std::mutex> g(q->sysfs_lock_);
   if (nr < 4) nr = 4;  // BLKDEV_MIN_RQ, as the kernel clamps
@@ -231,8 +242,8 @@ Status set_nr_requests(QueueImpl* q, unsigned nr) {
     if (nr <= resv) return Status::invalid("queue/nr_requests: must exceed the reserved tags (" + std::to_string(resv) + ")");
     return with_queue_frozen(q, [&]() -> Status {
       for (HwCtxImpl* h : q->hctxs_) h->tags->bitmap_tags.resize(nr - h->tags->nr_reserved);
+      q->async_depth_ = scaled_async_depth(q, nr);
       q->nr_requests_ = nr;
-      q->async_depth_ = std::min(q->async_depth_, nr);
       return Status::ok();
     });
   }
@@ -240,8 +251,8 @@ Status set_nr_requests(QueueImpl* q, unsigned nr) {
   return with_queue_frozen(q, [&]() -> Status {
     free_sched_tags(q);
     if (Status s = alloc_sched_tags(q, nr); !s) return s;
+    q->async_depth_ = scaled_async_depth(q, nr);
     q->nr_requests_ = nr;
-    q->async_depth_ = std::min(q->async_depth_, nr);
     if (q->elevator_->type->ops.depth_updated) q->elevator_->type->ops.depth_updated(q);
     return Status::ok();
   });

@@ -33,6 +33,25 @@ TEST(DeadlineAttrs, KernelDefaults) {
   EXPECT_EQ(*d.q().attr("queue/async_depth"), *d.q().attr("queue/nr_requests"));
 }
 
+// Regression (issue 10, mq-deadline starved writes): queue/async_depth keeps
+// its share of nr_requests when nr_requests changes, as
+// blk_mq_update_nr_requests scales it; it used to keep its old absolute
+// value when nr_requests grew.
+TEST(DeadlineAttrs, AsyncDepthKeepsItsShareWhenNrRequestsChanges) {
+  StubDriver d(deadline_opts());
+  ASSERT_TRUE(d.q().set_attr("queue/nr_requests", "8"));
+  ASSERT_TRUE(d.q().set_attr("queue/nr_requests", "64"));
+  EXPECT_EQ(*d.q().attr("queue/async_depth"), "64");  // no limit stays no limit
+  ASSERT_TRUE(d.q().set_attr("queue/async_depth", "48"));
+  ASSERT_TRUE(d.q().set_attr("queue/nr_requests", "128"));
+  EXPECT_EQ(*d.q().attr("queue/async_depth"), "96");
+  ASSERT_TRUE(d.q().set_attr("queue/nr_requests", "4"));
+  EXPECT_EQ(*d.q().attr("queue/async_depth"), "3");
+  ASSERT_TRUE(d.q().set_attr("queue/async_depth", "1"));
+  ASSERT_TRUE(d.q().set_attr("queue/nr_requests", "5"));
+  EXPECT_EQ(*d.q().attr("queue/async_depth"), "1");  // at least one
+}
+
 TEST(DeadlineAttrs, StoresValidValues) {
   StubDriver d(deadline_opts());
   const std::vector<std::pair<std::string, std::string>> ok = {

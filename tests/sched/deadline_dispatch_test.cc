@@ -164,6 +164,50 @@ TEST_P(DeadlineTest, CompletionsBalanceInsertions) {
   EXPECT_EQ(st.completed, 3u);
 }
 
+// Issue 10's first departure: a depth-1 device, nr_requests raised from its
+// default (2) to 64, a reader and a writer each keeping 32 requests queued
+// and refilling one per completion. Every request of a direction is above
+// the ones before it, so no batch ends for want of a higher sector: batches
+// run fifo_batch (16) long and writes get one batch after writes_starved (2)
+// read batches, as the kernel's mq-deadline does. Before the fix nr_requests
+// kept queue/async_depth at 2, writes could hold only two tags, and every
+// write batch ended after two requests (read:write 23:1 instead of 2:1).
+// The bios are nowait, so a tag limit shows as failed submissions, not a hang.
+TEST_P(DeadlineTest, WriteBatchesRunFifoBatchLongWithBothDirectionsBacklogged) {
+  make(/*one_at_a_time=*/true, /*depth=*/1);
+  ASSERT_TRUE(d_->q().set_attr("queue/nr_requests", "64"));
+  EXPECT_EQ(*d_->q().attr("queue/async_depth"), "64");
+  uint64_t next[2] = {0, 1u << 16};  // next sector of reads, of writes (32 MiB on)
+  auto refill = [&](ReqOp op) {
+    uint64_t& s = next[op == ReqOp::write];
+    slots_.push_back(t_.make(op, s << 9, 4096, kBioNowait));
+    s += 16;  // a gap: no two requests merge
+    submitted_++;
+    d_->q().submit_bio(&slots_.back()->bio);
+  };
+  for (int i = 0; i < 32; i++) refill(ReqOp::read);
+  for (int i = 0; i < 32; i++) refill(ReqOp::write);
+  ASSERT_EQ(t_.errors.load(), 0) << "a nowait submission found no scheduler tag";
+  constexpr size_t kSteps = 16 * 3 * 4;  // four rounds of write, read, read batches
+  start();
+  for (size_t i = 1; i <= kSteps; i++) {
+    ASSERT_TRUE(wait_seen(i)) << "stalled at " << i;
+    complete_held();
+    refill(d_->seen()[i - 1].op);
+  }
+  EXPECT_EQ(t_.errors.load(), 0);
+  // Runs of one direction, in dispatch order: last_dir starts as write.
+  std::vector<std::pair<bool, int>> runs;
+  for (size_t i = 0; i < kSteps; i++) {
+    const bool w = d_->seen()[i].op == ReqOp::write;
+    if (runs.empty() || runs.back().first != w) runs.push_back({w, 0});
+    runs.back().second++;
+  }
+  std::vector<std::pair<bool, int>> want;
+  for (int r = 0; r < 4; r++) want.insert(want.end(), {{true, 16}, {false, 32}});
+  EXPECT_EQ(runs, want);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, DeadlineTest,
                          ::testing::Values(InsertMode::locked, InsertMode::split, InsertMode::split_parked),
                          mode_name);
