@@ -215,11 +215,14 @@ set_kernel_sched() {
   done
 }
 
-# Runs "$@" in the background so that a signal's cleanup can stop it.
+# Runs "$@" in the background so that a signal's cleanup can stop it. The
+# explicit exec makes $! the tool itself: with an EXIT trap set, bash would
+# otherwise keep a subshell around it, and killing that leaves the tool
+# running on the loop device.
 run_child() {
   local out=$1 err=$2 rc=0
   shift 2
-  "$@" </dev/null >"$out" 2>"$err" &
+  (exec "$@" </dev/null >"$out" 2>"$err") &
   CHILD=$!
   wait "$CHILD" || rc=$?
   CHILD=""
