@@ -12,7 +12,8 @@
 #               (default /var/tmp/blkmq-fidelity.img)
 #   --runtime   seconds per run (default 10, 3 with --short)
 #   --reps      kernel/blkmq pairs per case, interleaved (default 3, 1 with --short)
-#   --only      run only the cases whose name matches this extended regex
+#   --only      run only the cases whose name matches this extended regex,
+#               from all of them (with --short too: then 1 rep of 3 s each)
 #   --out       also write the report there
 #
 # Every case runs one fio job file (bench/fidelity/*.fio) twice over:
@@ -274,13 +275,13 @@ run_case() {
   fi
   local depth
   depth=$(python3 "$HELPER" depth "$job")
-  case "$kind" in
-    share|rwratio)
-      # Without more I/Os in flight than the device has tags, nothing waits
-      # in the scheduler and it has nothing to choose between.
-      [ "$depth" -gt "$LOOP_TAGS" ] ||
-        NOTES+=("$case: the jobs keep $depth I/Os in flight, not more than the $LOOP_TAGS tags") ;;
-  esac
+  # mq-deadline dispatches whatever it holds as long as there is a tag:
+  # without more I/Os in flight than the device has tags nothing waits in
+  # it and it has nothing to choose between. (bfq holds requests back by
+  # itself, idling for its in-service queue, so its cases need no such depth.)
+  if [ "$sched" = mq-deadline ] && [ "$depth" -le "$LOOP_TAGS" ]; then
+    NOTES+=("$case: the jobs keep $depth I/Os in flight, not more than the $LOOP_TAGS tags")
+  fi
   for rep in $(seq 1 "$REPS"); do
     for side in kernel blkmq; do
       out="$WORK/$(echo "$case" | tr '/=' '__').$side.$rep.json"
@@ -311,8 +312,11 @@ selected_cases() {
   while IFS='|' read -r name sched tun job kind short; do
     name=$(echo $name)
     [ -n "$name" ] || continue
-    if [ "$SHORT" = 1 ] && [ -z "$(echo $short)" ]; then continue; fi
-    if [ -n "$ONLY" ] && ! [[ "$name" =~ $ONLY ]]; then continue; fi
+    if [ -n "$ONLY" ]; then
+      [[ "$name" =~ $ONLY ]] || continue
+    elif [ "$SHORT" = 1 ] && [ -z "$(echo $short)" ]; then
+      continue
+    fi
     echo "$name $(echo $sched) $(echo $tun) $(echo $job) $(echo $kind)"
   done <<<"$SCENARIOS"
 }
