@@ -75,7 +75,8 @@ TEST(BfqSched, IoprioLevelsShareServiceByWeight) {
 // 1 ms, against a backlogged seeky reader. With slice_idle (8 ms) the
 // reader's queue stays in service while it thinks, so it keeps about half
 // the device; without idling its queue expires after every request and it
-// gets one request per slot of the other.
+// gets one request per slot of the other, or per preemption: a queue that
+// is not worth idling for is preempted by any queue that becomes busy.
 double sequential_share(uint64_t slice_idle_ms) {
   BfqSim sim;
   sim.set("low_latency", "0");
@@ -120,7 +121,7 @@ TEST(BfqSched, IdlingKeepsTheSequentialReadersShare) {
   const double without = sequential_share(0);
   std::printf("[          ] sequential reader's share: %.3f with slice_idle=8, %.3f without\n", with_idle, without);
   EXPECT_GT(with_idle, 0.30) << "slice_idle=8";
-  EXPECT_LT(without, 0.05) << "slice_idle=0";
+  EXPECT_LT(without, 0.15) << "slice_idle=0";
 }
 
 // Serves `n` requests of a backlogged context, refilling it.
@@ -220,7 +221,11 @@ TEST(BfqSched, SteadyLowRateReaderIsSoftRealTime) {
     }
     if (i * 50 > 4000) max_coeff_after_interactive = std::max(max_coeff_after_interactive, coeff);
     ASSERT_NE(sim.serve_one(100).first, nullptr);
-    sim.advance_ms(50);
+    // The only busy queue is idled for; the idle slice (8 ms) ends it
+    // (too_idle), and its next request, 50 ms after, is a new activation.
+    sim.advance_ms(9);
+    bfq_run_idle_timer(&sim.q());
+    sim.advance_ms(41);
   }
   EXPECT_EQ(max_coeff_after_interactive, 3000u);
   EXPECT_GE(bfq_stats(&sim.q()).wr_started, 2u);
@@ -300,6 +305,11 @@ TEST(BfqSched, RealTimeBeforeBestEffort) {
     auto [ctx, sectors] = sim.serve_one(100);
     EXPECT_EQ(ctx, rt.get()) << i;
   }
+  // Two classes busy: bfq idles for the drained RT queue (no injection:
+  // its limit was never probed), and best effort goes when the slice ends.
+  EXPECT_EQ(sim.serve_one(100).first, nullptr);
+  sim.advance_ms(9);
+  bfq_run_idle_timer(&sim.q());
   auto [ctx, sectors] = sim.serve_one(100);
   EXPECT_EQ(ctx, be.get());
 }
@@ -398,10 +408,20 @@ TEST(BfqSched, InjectionWhileIdling) {
   auto a = make_ioc(200), b = make_ioc(100);
   sim.submit(a.get(), 0, 8);
   for (int i = 0; i < 4; i++) sim.submit(b.get(), 65536 + 64 * i, 8);
-  auto [first, s1] = sim.serve_one(100);  // alone in the driver: the baseline
+  auto [first, s1] = sim.serve_one(100);
   ASSERT_EQ(first, a.get());
   BfqQueueInfo ai = bfq_queue_info(&sim.q(), a.get());
   EXPECT_TRUE(ai.in_service);
+  EXPECT_TRUE(ai.wait_request) << "idling for a";
+  EXPECT_EQ(ai.inject_limit, 0u) << "not probed: a's request came before a was in service";
+  // a's next request finds a in service and the driver empty, 10 ms after
+  // its limit last changed: that request is timed and, alone in the
+  // driver, gives the baseline and a limit of one.
+  sim.advance_ms(11);
+  sim.submit(a.get(), 64, 8);
+  auto [second, s2] = sim.serve_one(100);
+  ASSERT_EQ(second, a.get());
+  ai = bfq_queue_info(&sim.q(), a.get());
   EXPECT_TRUE(ai.wait_request) << "idling for a";
   EXPECT_EQ(ai.inject_limit, 1u);
   Request* inj = sim.dispatch();
@@ -410,12 +430,76 @@ TEST(BfqSched, InjectionWhileIdling) {
   EXPECT_EQ(bfq_stats(&sim.q()).injected, 1u);
   EXPECT_TRUE(bfq_queue_info(&sim.q(), a.get()).in_service);
   EXPECT_EQ(sim.dispatch(), nullptr) << "the limit is one request in the driver";
-  sim.submit(a.get(), 8, 8);
+  sim.submit(a.get(), 128, 8);
   Request* rq = sim.dispatch();
   ASSERT_NE(rq, nullptr);
   EXPECT_EQ(rq->ioc, a.get());
   sim.complete(inj);
   sim.complete(rq);
+}
+
+// Regression (issue 10, bfq shares of random readers): a queue emptied by
+// an injection left the busy set before its request counted as dispatched,
+// so it dropped out of the weights and, busy again while that request was
+// still in the driver, stayed out. Readers of weights 80 and 40 then looked
+// alike to bfq and preempted each other by turns.
+TEST(BfqSched, InjectedQueueKeepsItsWeightCounted) {
+  BfqSim sim;
+  sim.set("low_latency", "0");
+  auto a = make_ioc(200), b = make_ioc(100);
+  sim.submit(a.get(), 0, 8);
+  sim.submit(b.get(), 65536, 8);
+  ASSERT_EQ(sim.serve_one(100).first, a.get());
+  sim.advance_ms(11);
+  sim.submit(a.get(), 64, 8);
+  ASSERT_EQ(sim.serve_one(100).first, a.get());  // probed: a limit of one
+  ASSERT_EQ(bfq_queue_info(&sim.q(), a.get()).inject_limit, 1u);
+  Request* inj = sim.dispatch();
+  ASSERT_NE(inj, nullptr);
+  ASSERT_EQ(inj->ioc, b.get());
+  BfqQueueInfo bi = bfq_queue_info(&sim.q(), b.get());
+  EXPECT_FALSE(bi.busy);
+  EXPECT_EQ(bi.dispatched, 1u);
+  EXPECT_TRUE(bi.in_weights) << "emptied with its request in the driver";
+  sim.submit(b.get(), 65600, 8);  // busy again before that request completes
+  EXPECT_TRUE(bfq_queue_info(&sim.q(), b.get()).in_weights);
+  sim.complete(inj);
+  EXPECT_TRUE(bfq_queue_info(&sim.q(), b.get()).in_weights) << "busy";
+}
+
+// Interactive (and soft real-time) raising is for queues of the default
+// weight only, as the kernel checks new_weight == 40: a BE0 reader, or one
+// whose context weight was raised, already has the share it asked for.
+// Raising both readers of a BE0/BE4 pair made them alike for seconds.
+TEST(BfqSched, OnlyDefaultWeightQueuesAreRaisedAsInteractive) {
+  BfqSim sim;
+  auto be0 = make_ioc(100, ioprio_value(IoprioClass::be, 0));
+  auto heavy = make_ioc(200);
+  auto plain = make_ioc();
+  sim.submit(be0.get(), 0, 8);
+  sim.submit(heavy.get(), 65536, 8);
+  sim.submit(plain.get(), 32768, 8);
+  EXPECT_EQ(bfq_queue_info(&sim.q(), be0.get()).wr_coeff, 1u);
+  EXPECT_EQ(bfq_queue_info(&sim.q(), heavy.get()).wr_coeff, 1u);
+  EXPECT_EQ(bfq_queue_info(&sim.q(), plain.get()).wr_coeff, 30u);
+}
+
+// bfq_bfqq_is_slow: a seeky queue's slot shorter than 1 ms is charged as
+// BFQ_MIN_TT (2 ms) of max_budget on a non-rotational device (one seek,
+// 8 ms, on a rotational one), not as its few microseconds, so a light
+// seeky reader given a slot whenever a heavier one pauses pays for it.
+TEST(BfqSched, ShortSlotOfASeekyQueueIsChargedAtLeastMinTt) {
+  BfqSim sim;
+  sim.set("low_latency", "0");
+  auto a = make_ioc();
+  for (uint64_t i = 0; i < 32; i++) sim.submit(a.get(), i * 3000, 8);  // 3000 sectors apart: seeky
+  for (int i = 0; i < 32; i++) ASSERT_EQ(sim.serve_one(10).first, a.get()) << i;
+  // The only busy queue is idled for; the idle slice expires it, its slot
+  // ending where idling began: 320 us of service, 256 sectors.
+  sim.advance_ms(9);
+  ASSERT_TRUE(bfq_run_idle_timer(&sim.q()));
+  EXPECT_EQ(bfq_stats(&sim.q()).expired[static_cast<unsigned>(BfqExpire::too_idle)], 1u);
+  EXPECT_EQ(bfq_queue_info(&sim.q(), a.get()).last_charge, 16384u * 2 / 125);
 }
 
 // Without a reason to idle for service guarantees, and with idling not

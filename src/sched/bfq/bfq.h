@@ -51,6 +51,8 @@ struct BfqQueueInfo {
   unsigned dispatched = 0;    // with the driver
   unsigned inject_limit = 0;
   uint64_t sectors_dispatched = 0;
+  bool in_weights = false;    // counted among the busy weights (asymmetry)
+  uint64_t last_charge = 0;   // sectors charged for its last slot, time charges included
 };
 // The sync (sync = true) or async queue that requests of `ioc` go to.
 BfqQueueInfo bfq_queue_info(Queue* q, const IoContext* ioc, bool sync = true);

@@ -34,6 +34,7 @@ constexpr uint64_t kDefaultMaxBudget = 16 * 1024;  // sectors, until auto-tuning
 constexpr unsigned kAsyncChargeFactor = 3;
 constexpr uint64_t kClassIdleTimeoutNs = 200 * kMs;  // BFQ_CL_IDLE_TIMEOUT
 constexpr uint64_t kMinTtNs = 2 * kMs;               // BFQ_MIN_TT
+constexpr uint64_t kDefaultSliceIdleNs = 8 * kMs;    // bfq_slice_idle (HZ/125)
 constexpr uint64_t kWrMinIdleTimeNs = 2000 * kMs;    // bfq_wr_min_idle_time
 constexpr unsigned kWrCoeff = 30;
 constexpr unsigned kSoftRtWeightFactor = 100;
@@ -141,6 +142,7 @@ struct BfqQueue {
   uint64_t start = 0, finish = 0;
   uint64_t budget = 0;         // entity budget, sectors
   uint64_t service = 0;        // received in this slot (or while injected)
+  uint64_t last_charge = 0;    // service charged for the last slot (introspection)
   enum Tree : uint8_t { kNone, kActive, kIdleTree } tree = kNone;
   Class tree_cls = kBe;        // class whose tree holds it / whose wsum counts it
   bool counted = false;        // contributes to its tree's wsum
@@ -196,7 +198,7 @@ inline bool ByFinish::operator()(const BfqQueue* a, const BfqQueue* b) const {
 }
 
 struct Tunables {
-  uint64_t slice_idle_ns = 8 * kMs;
+  uint64_t slice_idle_ns = kDefaultSliceIdleNs;
   uint64_t fifo_expire_ns[2] = {250 * kMs /*async*/, 125 * kMs /*sync*/};
   uint64_t back_max_kib = 16 * 1024;
   unsigned back_penalty = 2;
@@ -233,6 +235,13 @@ struct BfqData {
   uint64_t class_idle_last_service = 0;
   uint64_t last_idling_start = 0;
   bool rqs_injected = false;
+  // The injection limit's probe (bfq_add_request, bfq_update_inject_limit):
+  // when the in-service queue gets a request with the driver empty, the
+  // first request it then dispatches is timed from that moment to its
+  // completion; only that request's completion moves the limit.
+  bool wait_dispatch = false;
+  const Request* waited_rq = nullptr;
+  uint64_t last_empty_occupied = 0;
   // Burst detection (bfq_handle_burst): the sync queues created in the
   // current burst, so all of them are marked when it becomes large.
   uint64_t last_ins_in_burst = 0;

@@ -85,11 +85,31 @@ void remove_request(BfqData* bfqd, Request* rq, uint64_t now) {
   q->sort.erase(rq);
   q->queued[sync_idx(rq)]--;
   q->next_rq = nullptr;
-  if (q->sort.empty() && q->busy && q != bfqd->in_service) del_busy(bfqd, q, false, now);
+  if (q->sort.empty() && q->busy && q != bfqd->in_service) {
+    del_busy(bfqd, q, false, now);
+    // Emptied out of service: its budget and service say nothing about a
+    // slot of its own (bfq_remove_request resets both).
+    q->budget = q->service = 0;
+  }
+}
+
+// The injection part of bfq_add_request, for a context with no other
+// request: every second the limit is probed anew, and when the in-service
+// queue gets a request with the driver empty (or after an injection), the
+// next request it dispatches is the one whose completion time is measured.
+void probe_injection(BfqData* bfqd, BfqQueue* q, uint64_t now) {
+  if (now >= q->decrease_time + kInjectResetNs) reset_inject_limit(bfqd, q, now);
+  if (q != bfqd->in_service || now < q->decrease_time + 10 * kMs) return;
+  if (bfqd->rq_in_driver == 0 || (q->last_serv_time_ns > 0 && bfqd->rqs_injected)) {
+    bfqd->last_empty_occupied = now;
+    bfqd->wait_dispatch = true;
+    if (bfqd->rq_in_driver == 0) bfqd->rqs_injected = false;
+  }
 }
 
 // __bfq_insert_request + bfq_rq_enqueued.
 void add_request(BfqData* bfqd, BfqQueue* q, Request* rq, uint64_t arrival, uint64_t now) {
+  if (q->sync && q->refs <= 1) probe_injection(bfqd, q, now);
   update_thinktime(bfqd, q, now);
   update_seek(bfqd, q, rq);
   rq->fifo_time = arrival + bfqd->tun.fifo_expire_ns[sync_idx(rq)];
@@ -148,52 +168,49 @@ BfqQueue* choose_for_injection(BfqData* bfqd, BfqQueue* in_serv, uint64_t now) {
 // another while it is plugged, or expire it and pick the next.
 BfqQueue* select_queue(BfqData* bfqd, uint64_t now) {
   BfqQueue* q = bfqd->in_service;
-  bool fresh = false;
-  Expire reason = Expire::no_more_requests;
   if (q && may_expire_for_budget_timeout(q, now) && !(q->sort.empty() && better_to_idle(bfqd, q))) {
-    reason = Expire::budget_timeout;
-  } else {
-    for (;;) {
-      if (!q) {
-        q = set_in_service(bfqd, now);
-        if (!q) return nullptr;
-        fresh = true;
-      }
-      if (!q->sort.empty()) {
-        const uint64_t need = serv_to_charge(peek_next(bfqd, q, now), q);
-        if (need <= budget_left(q) || fresh) {
-          if (need > budget_left(q)) q->budget = q->service + need;  // a new slot always fits one request
-          if (q->wait_request) {
-            q->wait_request = false;
-            bfqd->idle_deadline = 0;
-          }
-          return q;
-        }
-        reason = Expire::budget_exhausted;
-        break;
-      }
-      if (q->wait_request || (q->dispatched != 0 && better_to_idle(bfqd, q))) {
-        if (!idling_boosts_thr_without_issues(bfqd, q) &&
-            (q->wr_coeff == 1 || bfqd->wr_busy_queues > 1 || !q->short_ttime))
-          return choose_for_injection(bfqd, q, now);
-        return nullptr;
-      }
-      reason = Expire::no_more_requests;
-      break;
-    }
+    expire(bfqd, q, Expire::budget_timeout, now);
+    q = nullptr;
   }
-  expire(bfqd, q, reason, now);
-  q = set_in_service(bfqd, now);
-  if (!q) return nullptr;
-  if (q->sort.empty()) return nullptr;  // cannot happen: an active queue has requests
-  const uint64_t need = serv_to_charge(peek_next(bfqd, q, now), q);
-  if (need > budget_left(q)) q->budget = q->service + need;
-  return q;
+  // Each pass returns, or expires the queue it looked at; an expired queue
+  // is either off the trees (no requests) or fits its next request in the
+  // fresh slot it gets when picked again, so this ends.
+  bool fresh = false;
+  for (;;) {
+    if (!q) {
+      q = set_in_service(bfqd, now);
+      if (!q) return nullptr;
+      fresh = true;
+    }
+    if (!q->sort.empty()) {
+      const uint64_t need = serv_to_charge(peek_next(bfqd, q, now), q);
+      if (need <= budget_left(q) || fresh) {
+        if (need > budget_left(q)) q->budget = q->service + need;  // a new slot always fits one request
+        if (q->wait_request) {
+          q->wait_request = false;
+          bfqd->idle_deadline = 0;
+        }
+        return q;
+      }
+      expire(bfqd, q, Expire::budget_exhausted, now);
+      q = nullptr;
+      continue;
+    }
+    // No requests (a preempted queue may be picked again without any):
+    // idle for it, injecting others, or let it go.
+    if (q->wait_request || (q->dispatched != 0 && better_to_idle(bfqd, q))) {
+      if (!idling_boosts_thr_without_issues(bfqd, q) &&
+          (q->wr_coeff == 1 || bfqd->wr_busy_queues > 1 || !q->short_ttime))
+        return choose_for_injection(bfqd, q, now);
+      return nullptr;
+    }
+    expire(bfqd, q, Expire::no_more_requests, now);
+    q = nullptr;
+  }
 }
 
-void start_in_driver(BfqData* bfqd, Request* rq, BfqQueue* q, uint64_t now) {
+void start_in_driver(BfqData* bfqd, Request* rq, BfqQueue* q) {
   set_where(rq, kInDriver);
-  rq->fifo_time = now;  // dispatch time, for the injection service-time samples
   rq->rq_flags |= kRqfStarted;
   bfqd->rq_in_driver++;
   bfqd->stats.dispatched++;
@@ -207,8 +224,19 @@ Request* dispatch_from_queue(BfqData* bfqd, BfqQueue* q, uint64_t now) {
   update_wr_data(bfqd, q, charge, now);
   if (q->wr_coeff == 1) q->service_from_backlogged += charge;
   entity_served(bfqd, q, charge);
+  // Counted as dispatched before it leaves the queue (bfq_dispatch_remove):
+  // a queue that this empties while not in service (an injection) then
+  // leaves the busy set with a request in the driver and keeps its weight
+  // counted; otherwise it dropped out of the weights and, busy again
+  // before that request completed, stayed out, so two queues of different
+  // weights looked alike and preempted each other by turns.
+  if (q == bfqd->in_service && bfqd->wait_dispatch) {
+    bfqd->wait_dispatch = false;
+    bfqd->waited_rq = rq;
+  }
+  q->dispatched++;
   remove_request(bfqd, rq, now);
-  start_in_driver(bfqd, rq, q, now);
+  start_in_driver(bfqd, rq, nullptr);
   bfqd->last_position = rq->end_sector();
   q->sectors_dispatched += rq->data_len >> kSectorShift;
   if (q != bfqd->in_service) bfqd->stats.injected++;
@@ -222,7 +250,7 @@ Request* dispatch_locked(BfqData* bfqd, uint64_t now) {
     Request* rq = rq_of(bfqd->dispatch.next);
     ListNode::unlink(&rq->queuelist);
     bfqd->nr_queued.fetch_sub(1, std::memory_order_relaxed);
-    start_in_driver(bfqd, rq, rq_bfqq(rq), now);
+    start_in_driver(bfqd, rq, rq_bfqq(rq));
     return rq;
   }
   if (bfqd->tot_busy() == 0) return nullptr;
@@ -361,6 +389,10 @@ void bfq_prepare_request(Request* rq) { rq->elv_priv[0] = rq->elv_priv[1] = rq->
 // hw queues should run (the in-service queue was expired, or the driver
 // went idle with work queued).
 bool completed_locked(BfqData* bfqd, Request* rq, BfqQueue* q, uint64_t now) {
+  if (q && rq == bfqd->waited_rq) {
+    const uint64_t tot = now > bfqd->last_empty_occupied ? now - bfqd->last_empty_occupied : 0;
+    update_inject_limit(bfqd, q, tot, bfqd->rq_in_driver == 1, now);
+  }
   update_hw_tag(bfqd);
   bfqd->rq_in_driver--;
   bool kick = false;
@@ -371,7 +403,6 @@ bool completed_locked(BfqData* bfqd, Request* rq, BfqQueue* q, uint64_t now) {
     if (q->softrt_update && q->dispatched == 0 && q->sort.empty())
       q->soft_rt_next_start = softrt_next_start(bfqd, q, now);
     if (q == bfqd->in_service) {
-      update_inject_limit(bfqd, q, now > rq->fifo_time ? now - rq->fifo_time : 0, bfqd->rq_in_driver == 0, now);
       if (q->sort.empty() && better_to_idle(bfqd, q)) {
         if (q->dispatched == 0 && !q->wait_request) arm_slice_timer(bfqd, q, now);
       } else if (may_expire_for_budget_timeout(q, now)) {
@@ -479,8 +510,8 @@ bool idle_timer_work(BfqData* bfqd) {
   BfqQueue* q = bfqd->in_service;
   if (q && q->wait_request) {
     q->wait_request = false;
-    if (budget_timed_out(q, now)) expire(bfqd, q, Expire::budget_timeout, now);
-    else if (q->sort.empty()) expire(bfqd, q, Expire::too_idle, now);
+    if (budget_timed_out(q, now)) expire(bfqd, q, Expire::budget_timeout, now, /*compensate=*/true);
+    else if (q->sort.empty()) expire(bfqd, q, Expire::too_idle, now, /*compensate=*/true);
   }
   bfqd->lock.unlock();
   run_hw_queues(bfqd->q, true);
@@ -580,6 +611,8 @@ BfqQueueInfo bfq_queue_info(Queue* q, const IoContext* ioc, bool sync) {
     i.queued = bq->queued[0] + bq->queued[1];
     i.dispatched = bq->dispatched;
     i.inject_limit = bq->inject_limit;
+    i.in_weights = bq->in_weights;
+    i.last_charge = bq->last_charge;
     i.sectors_dispatched = bq->sectors_dispatched;
   }
   bfqd->lock.unlock();

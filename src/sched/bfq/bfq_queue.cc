@@ -148,10 +148,14 @@ bool idling_boosts_thr_without_issues(const BfqData* bfqd, const BfqQueue* q) {
   return boosts && bfqd->wr_busy_queues == 0;
 }
 
+// A queue that is the only busy one is idled for as well: whoever comes
+// next finds the device busy with it anyway, and a heavier queue keeps its
+// slot when a lighter one drains for a moment (all its requests completed,
+// its process not yet back) instead of expiring and handing over a slot.
 bool idling_needed_for_service_guarantees(const BfqData* bfqd, const BfqQueue* q) {
   return (q->wr_coeff > 1 &&
           (bfqd->wr_busy_queues < bfqd->tot_busy() || bfqd->rq_in_driver >= q->dispatched + 4)) ||
-         asymmetric_scenario(bfqd, q);
+         asymmetric_scenario(bfqd, q) || bfqd->tot_busy() == 1;
 }
 
 bool better_to_idle(const BfqData* bfqd, const BfqQueue* q) {
@@ -281,9 +285,13 @@ bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now) {
   if (q->sync) handle_burst(bfqd, q, now);
   const bool in_burst = q->in_large_burst;
   const bool idle_for_long = is_new || now > q->budget_timeout + kWrMinIdleTimeNs;
+  // Raising is for queues of the default weight only (the kernel checks
+  // new_weight == 40): a queue whose weight was set by its ioprio or
+  // cgroup already has the share it asked for.
+  const bool default_weight = q->new_orig_weight == ioprio_weight(4);
   const bool soft_rt = !totally_seeky(q) && !in_burst && now > q->soft_rt_next_start && q->dispatched == 0 &&
-                       q->new_orig_weight == ioprio_weight(4) && q->new_cls == kBe;
-  const bool interactive = !in_burst && idle_for_long;
+                       default_weight && q->new_cls == kBe;
+  const bool interactive = !in_burst && idle_for_long && default_weight;
   const bool deserves = bfqd->tun.low_latency && (q->wr_coeff > 1 || (q->sync && (interactive || soft_rt)));
 
   // bfq_bfqq_update_budg_for_activation: a fresh budget.
@@ -303,10 +311,10 @@ bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now) {
 
   BfqQueue* in_serv = bfqd->in_service;
   if (!in_serv || in_serv == q) return false;
-  // Preempt a queue of a lower class or weight, or one that is only
-  // waiting (no requests) when idling for it is not worth it.
-  return higher_class_or_weight(q, in_serv) ||
-         (in_serv->wait_request && in_serv->sort.empty() && !better_to_idle(bfqd, in_serv));
+  // Preempt a queue of a lower class or weight, or one that idling is not
+  // worth it for (bfq_bfqq_handle_idle_busy_switch): plugging dispatch for
+  // it would lose throughput for nothing.
+  return higher_class_or_weight(q, in_serv) || !better_to_idle(bfqd, in_serv);
 }
 
 void del_busy(BfqData* bfqd, BfqQueue* q, bool in_service, uint64_t now) {
@@ -318,12 +326,27 @@ void del_busy(BfqData* bfqd, BfqQueue* q, bool in_service, uint64_t now) {
   put_queue_if_idle(bfqd, q, now);
 }
 
-// bfq_bfqq_is_slow: seeky queues, and queues whose slot lasted long but
-// got less than half of the maximum budget, are charged time.
-bool is_slow(const BfqData* bfqd, const BfqQueue* q, uint64_t now, uint64_t* slot_ns) {
-  *slot_ns = now > q->slot_start ? now - q->slot_start : 0;
-  if (*slot_ns > kRateSlowIntervalNs && q->service < bfqd->max_budget() / 2) return true;
-  return is_seeky(q);
+// bfq_bfqq_is_slow. The slot runs from its start to now, or for an idle
+// timer expiry to when idling started (the idle time is not the queue's).
+// Under 1 ms the slot is too short to measure: it is charged as one seek
+// on a rotational device (bfq_slice_idle's default, 8 ms) or BFQ_MIN_TT
+// (2 ms) otherwise, and the queue is slow if seeky. Over 20 ms it is slow
+// if it got under half of max_budget, seeky or not. Charging short slots
+// in full is what keeps a low-weight seeky queue that gets a slot of a few
+// microseconds each time a heavier one pauses from being charged nothing.
+bool is_slow(const BfqData* bfqd, const BfqQueue* q, uint64_t now, bool compensate, uint64_t* charge_ns) {
+  bool slow = is_seeky(q);
+  *charge_ns = 0;
+  if (!q->sync) return false;
+  const uint64_t end = compensate ? bfqd->last_idling_start : now;
+  const uint64_t slot_us = end > q->slot_start ? (end - q->slot_start) / 1000 : 0;
+  if (slot_us < 1000) {
+    *charge_ns = bfqd->rotational ? kDefaultSliceIdleNs : kMinTtNs;
+    return slow;
+  }
+  *charge_ns = slot_us / 1000 * kMs;  // whole milliseconds, as the kernel counts
+  if (slot_us > kRateSlowIntervalNs / 1000) slow = q->service < bfqd->max_budget() / 2;
+  return slow;
 }
 
 // bfq_bfqq_charge_time: max_budget x elapsed / timeout, at least what it got.
@@ -362,11 +385,12 @@ void recalc_budget(BfqData* bfqd, BfqQueue* q, Expire reason) {
   }
 }
 
-void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now) {
+void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now, bool compensate) {
   uint64_t slot_ns = 0;
-  const bool slow = is_slow(bfqd, q, now, &slot_ns);
+  const bool slow = is_slow(bfqd, q, now, compensate, &slot_ns);
   if (q->wr_coeff == 1 && (slow || (reason == Expire::budget_timeout && budget_left(q) >= q->budget / 3)))
     charge_time(bfqd, q, slot_ns);
+  q->last_charge = q->service;
   if (reason == Expire::too_idle && q->service <= 2 * q->budget / 10) q->io_bound = false;
   else if (reason == Expire::budget_timeout || reason == Expire::budget_exhausted) q->io_bound = true;
   if (bfqd->tun.low_latency && q->wr_coeff == 1) q->last_wr_start_finish = now;
@@ -375,12 +399,17 @@ void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now) {
     else q->softrt_update = true;
   }
   bfqd->stats.expired[static_cast<unsigned>(reason)]++;
+  bfqd->rqs_injected = bfqd->wait_dispatch = false;
+  bfqd->waited_rq = nullptr;
   recalc_budget(bfqd, q, reason);
   // __bfq_bfqq_expire
   bfqd->in_service = nullptr;
   bfqd->idle_deadline = 0;
   q->wait_request = false;
-  if (q->sort.empty()) del_busy(bfqd, q, true, now);
+  // A preempted queue that idling would have kept (guarantees) stays busy
+  // with no requests, so it keeps its place among the weights.
+  if (q->sort.empty() && !(reason == Expire::preempted && idling_needed_for_service_guarantees(bfqd, q)))
+    del_busy(bfqd, q, true, now);
   else {
     if (q->new_cls != q->cls) {  // the class changes at requeue
       bfqd->busy_queues[q->cls]--;
@@ -441,31 +470,37 @@ void update_hw_tag(BfqData* bfqd) {
   bfqd->hw_tag_samples = 0;
 }
 
-// bfq_update_inject_limit, on a completion of the in-service queue:
-// `serv_ns` is the request's dispatch-to-completion time, `alone` says no
-// other request was in the driver with it.
-void update_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t serv_ns, bool alone, uint64_t now) {
-  if (now > q->decrease_time + kInjectResetNs) {  // re-probe periodically
-    q->inject_limit = q->last_serv_time_ns ? 1 : 0;
-    q->last_serv_time_ns = 0;
-    q->decrease_time = now;
-  }
+// bfq_reset_inject_limit: probe again from no baseline. A queue that
+// thinks (no short think time) may inject one request meanwhile.
+void reset_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t now) {
+  q->last_serv_time_ns = 0;
+  bfqd->waited_rq = nullptr;
+  q->inject_limit = q->short_ttime ? 0 : 1;
+  q->decrease_time = now;
+}
+
+// bfq_update_inject_limit, when the probed request (waited_rq) completes:
+// `tot_ns` is the time from the queue getting a request with the driver
+// empty to this completion; `alone` says it was the only request in the
+// driver. Above 1.5 x the baseline injection is cut, below it may grow.
+void update_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t tot_ns, bool alone, uint64_t now) {
   const unsigned old = q->inject_limit;
   if (q->last_serv_time_ns > 0 && bfqd->rqs_injected) {
     const uint64_t threshold = q->last_serv_time_ns * 3 / 2;
-    if (serv_ns >= threshold && old > 0) {
+    if (tot_ns >= threshold && old > 0) {
       q->inject_limit--;
       q->decrease_time = now;
-    } else if (serv_ns < threshold && old <= bfqd->max_rq_in_driver) {
+    } else if (tot_ns < threshold && old <= bfqd->max_rq_in_driver) {
       q->inject_limit++;
     }
   }
-  if ((q->last_serv_time_ns == 0 && alone) || (serv_ns && serv_ns < q->last_serv_time_ns)) {
+  if ((q->last_serv_time_ns == 0 && alone) || tot_ns < q->last_serv_time_ns) {
     if (q->last_serv_time_ns == 0) q->inject_limit = std::max(1u, old);
-    q->last_serv_time_ns = serv_ns;
+    q->last_serv_time_ns = tot_ns;
   } else if (!bfqd->rqs_injected && alone) {
-    q->last_serv_time_ns = serv_ns;
+    q->last_serv_time_ns = tot_ns;
   }
+  bfqd->waited_rq = nullptr;
   bfqd->rqs_injected = false;
 }
 

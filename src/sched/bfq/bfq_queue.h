@@ -26,13 +26,15 @@ void update_thinktime(BfqData* bfqd, BfqQueue* q, uint64_t now);
 void update_seek(BfqData* bfqd, BfqQueue* q, const Request* rq);
 bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now);
 void del_busy(BfqData* bfqd, BfqQueue* q, bool in_service, uint64_t now);
-void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now);
+// compensate: the idle timer expires q; its slot ends where idling began.
+void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now, bool compensate = false);
 BfqQueue* set_in_service(BfqData* bfqd, uint64_t now);
 void arm_slice_timer(BfqData* bfqd, BfqQueue* q, uint64_t now);
 void update_wr_data(BfqData* bfqd, BfqQueue* q, uint64_t charge, uint64_t now);
 void end_wr(BfqData* bfqd, BfqQueue* q, uint64_t now);
 uint64_t softrt_next_start(const BfqData* bfqd, const BfqQueue* q, uint64_t now);
 void update_hw_tag(BfqData* bfqd);
-void update_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t serv_ns, bool alone, uint64_t now);
+void reset_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t now);
+void update_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t tot_ns, bool alone, uint64_t now);
 
 }  // namespace blkmq::bfq
