@@ -21,6 +21,7 @@
 
 #include "blkmq/blkmq.h"
 #include "drivers/uring/uring.h"
+#include "drivers/uring/uring_dev.h"
 #include "drivers/uring/uring_params.h"
 #include "drivers/device_test_util.h"
 
@@ -256,6 +257,36 @@ TEST(UringDevice, FlushAndFua) {
   EXPECT_EQ(std::memcmp(back.data, buf.data, 8192), 0);
   DiskStat st = q.disk_stat();
   EXPECT_GE(st.flush_ios, 1u);
+}
+
+// Reads and writes carry their I/O priority to the kernel (sqe->ioprio),
+// as loop passes a request's to its backing file; the RT class only when
+// io_uring would take it, else the I/O would fail with -EPERM.
+TEST(UringDevice, ForwardsTheIoPriorityTheKernelAccepts) {
+  const uint16_t rt = ioprio_value(IoprioClass::rt, 2), idle = ioprio_value(IoprioClass::idle, 7),
+                 be = ioprio_value(IoprioClass::be, 0);
+  EXPECT_EQ(uring::forwarded_ioprio(rt, true), rt);
+  EXPECT_EQ(uring::forwarded_ioprio(rt, false), kIoprioDefault);
+  EXPECT_EQ(uring::forwarded_ioprio(idle, false), idle);
+  EXPECT_EQ(uring::forwarded_ioprio(be, false), be);
+  EXPECT_EQ(uring::forwarded_ioprio(kIoprioDefault, true), kIoprioDefault);
+  // Every class reaches the file and completes, whatever this process may.
+  TempDir dir;
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "1m"}});
+  ASSERT_TRUE(dev);
+  AlignedBuf buf(4096);
+  fill_pattern(buf.data, 4096, 9);
+  for (uint16_t prio : {rt, idle, be, kIoprioDefault}) {
+    for (ReqOp op : {ReqOp::write, ReqOp::read}) {
+      Waiter w;
+      IoSlot s;
+      s.prep(op, 8192, 4096, buf.data, &w);
+      s.bio.ioprio = prio;
+      dev->queue().submit_bio(&s.bio);
+      ASSERT_TRUE(w.wait(1));
+      EXPECT_EQ(s.bio.status, BlkStatus::ok) << "ioprio " << prio;
+    }
+  }
 }
 
 TEST(UringDevice, DiscardAndWriteZeroesReadBackZeros) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/options.h"
+#include "tools/cli_process.h"
 #include "blkmq/device.h"
 #include "reproduce/chart.h"
 #include "reproduce/compare.h"
@@ -232,6 +233,18 @@ TEST(ReproduceChart, SeededMetricsOrThePrimaryOne) {
   EXPECT_NE(d.find("\"null / IOPS\" 1 1.5000 1 2.0000\n"), std::string::npos) << d;
   EXPECT_NE(d.find("\"other / IOPS\" 1 0.9000 ? ?\n"), std::string::npos) << d;
   EXPECT_EQ(d.find("ctx/IO"), std::string::npos) << d;
+}
+
+// `blkmq reproduce kernel` hands over to the checkout's
+// bench/kernel_fidelity.sh with this binary: --help is the script's usage,
+// and an option the script does not know is refused, not ignored.
+TEST(ReproduceKernel, RunsTheCheckoutsComparisonScript) {
+  const blkmq::test::Shell help = blkmq::test::sh(std::string(BLKMQ_CLI_PATH) + " reproduce kernel --help", 30);
+  EXPECT_EQ(help.status, 0) << help.output;
+  EXPECT_NE(help.output.find("Usage: bench/kernel_fidelity.sh"), std::string::npos) << help.output;
+  const blkmq::test::Shell bad = blkmq::test::sh(std::string(BLKMQ_CLI_PATH) + " reproduce kernel --no-such-option", 30);
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("unknown argument --no-such-option"), std::string::npos) << bad.output;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "reproduce/chart.h"
+#include "reproduce/kernel.h"
 #include "reproduce/interleave.h"
 #include "reproduce/table.h"
 
@@ -74,7 +75,9 @@ std::string default_out() {
 }
 
 int parse(int argc, char** argv, Options* o) {
-  CLI::App app("The four seed experiments, each seed's before/after beside ours, interleaved runs.",
+  CLI::App app("The four seed experiments, each seed's before/after beside ours, interleaved runs.\n"
+               "`blkmq reproduce kernel [--short] [--help]` compares blkmq's schedulers with the kernel's\n"
+               "on a loop device instead (bench/kernel_fidelity.sh, docs/FIDELITY.md).",
                "blkmq reproduce");
   app.add_option("seeds", o->seeds, "seeds to run: 000 001 002 003 (default: all)")
       ->check(CLI::IsMember({"000", "001", "002", "003"}));
@@ -136,6 +139,7 @@ std::string command_line(int argc, char** argv) {
 }  // namespace
 
 int reproduce_main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "kernel") return kernel_main(argc - 1, argv + 1);
   Options o;
   if (int rc = parse(argc, argv, &o); rc >= 0) return rc;
   std::error_code ec;

@@ -2,6 +2,7 @@
 // the four seed experiments, run interleaved in this process, printed as
 // tables beside the seeds' own numbers, and saved as results.json, one PNG
 // chart per seed and REPORT.md in a results folder.
+// `blkmq reproduce kernel ...` runs the kernel comparison (kernel.h).
 #pragma once
 
 namespace repro {

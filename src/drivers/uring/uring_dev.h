@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "blkmq/device.h"
+#include "blkmq/ioctx.h"
 #include "blkmq/driver.h"
 #include "blkmq/queue.h"
 #include "blkmq/tagset.h"
@@ -50,7 +51,18 @@ struct Features {
   bool zero_range = false;   // IORING_OP_FALLOCATE and the file takes ZERO_RANGE
   bool block_device = false;
   bool iopoll = false;       // poll queues use IORING_SETUP_IOPOLL (O_DIRECT on a polling block device)
+  bool rt_ioprio = false;    // the RT class may go down with a request (CAP_SYS_NICE or CAP_SYS_ADMIN)
 };
+
+// The I/O priority a read or write carries to the kernel (sqe->ioprio), as
+// the kernel's loop driver passes a request's priority to the backing
+// file: the scheduler of the device below then ranks blkmq's requests as
+// it would the process's own. io_uring refuses the RT class to a process
+// without CAP_SYS_NICE or CAP_SYS_ADMIN, so without it an RT request goes
+// with no class (the submitting thread's) rather than fail.
+constexpr uint16_t forwarded_ioprio(uint16_t ioprio, bool rt_allowed) {
+  return ioprio_class(ioprio) == IoprioClass::rt && !rt_allowed ? kIoprioDefault : ioprio;
+}
 
 // One ring per hw queue (hctx->driver_data). Default-type queues have a
 // reaper thread that waits for completions in hardirq context; poll-type

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -33,6 +34,18 @@ Status sys_error(const std::string& what, int err) {
 }
 
 // A block device's queue attribute from sysfs ("" when unreadable).
+// Whether the effective capability set (CapEff in /proc/self/status, a hex
+// mask) holds capability `bit`.
+bool has_capability(unsigned bit) {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    const unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
+    return (mask >> bit) & 1;
+  }
+  return false;
+}
+
 std::string blockdev_attr(dev_t rdev, const char* attr) {
   std::ifstream in("/sys/dev/block/" + std::to_string(major(rdev)) + ":" +
                    std::to_string(minor(rdev)) + "/queue/" + attr);
@@ -172,6 +185,8 @@ void UringDevice::probe_features() {
       (void)fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, end, len);
     }
   }
+  constexpr unsigned kCapSysAdmin = 21, kCapSysNice = 23;  // linux/capability.h
+  features_.rt_ioprio = has_capability(kCapSysNice) || has_capability(kCapSysAdmin);
   if (features_.block_device) {
     if (params_.direct) dev_write_cache_ = blockdev_attr(rdev_, "write_cache") != "write through";
     rotational_ = blockdev_attr(rdev_, "rotational") == "1";
