@@ -11,7 +11,7 @@ namespace repro {
 // it. argv[0] is "kernel". Returns only on failure: 2 when the script is
 // not found (an installed binary without its source tree), 127 when bash
 // cannot be started. Needs root and loop devices; the script says what it
-// skips without them. About 4 minutes with --short, 25 without.
+// skips without them. Under a minute with --short, about 25 without.
 int kernel_main(int argc, char** argv);
 
 }  // namespace repro

@@ -71,6 +71,8 @@ struct BfqStats {
   uint64_t in_service_ioc = 0;  // IoContext id of the in-service sync queue, 0 if none
   int hw_tag = -1;
   unsigned rq_in_driver = 0;
+  uint64_t peak_rate = 0;   // estimated, sectors per microsecond << 16 (the kernel's unit)
+  uint64_t max_budget = 0;  // in force: the user's, or the default until enough budgets, then the estimate's
 };
 // Counters of q's bfq instance; all zero if q runs another elevator.
 BfqStats bfq_stats(Queue* q);

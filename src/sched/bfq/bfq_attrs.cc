@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sched/bfq/bfq_impl.h"
+#include "sched/bfq/bfq_queue.h"
 #include "sched/iosched_attr.h"
 
 namespace blkmq::bfq {
@@ -72,7 +73,10 @@ constexpr IntSpec kMaxBudget{"max_budget", 0, INT_MAX,
                              [](BfqData* d, int64_t v) { d->tun.user_max_budget = static_cast<uint64_t>(v); }};
 constexpr IntSpec kTimeoutSync{"timeout_sync", 1, INT_MAX,
                                [](const Tunables& t) { return static_cast<int64_t>(t.timeout_ns) / kMsI; },
-                               [](BfqData* d, int64_t v) { d->tun.timeout_ns = static_cast<uint64_t>(v * kMsI); }};
+                               [](BfqData* d, int64_t v) {
+                                 d->tun.timeout_ns = static_cast<uint64_t>(v * kMsI);
+                                 update_max_budget(d);  // a budget is what one timeout moves
+                               }};
 constexpr IntSpec kStrict{"strict_guarantees", 0, 1,
                           [](const Tunables& t) { return static_cast<int64_t>(t.strict_guarantees); },
                           [](BfqData* d, int64_t v) { d->tun.strict_guarantees = v != 0; }};

@@ -54,10 +54,17 @@ constexpr unsigned kStatsMinBudgets = 194;
 constexpr uint64_t kInjectResetNs = 1000 * kMs;
 constexpr uint64_t kRateSlowIntervalNs = 20 * kMs;
 constexpr uint64_t kQueueFreeGraceNs = kWrMinIdleTimeNs;  // see BfqData::sweep
-// Weight raising duration: the kernel's rate_dur_prod / peak_rate with the
-// peak rate at its initial estimate (2/3 of the reference rate), since this
-// rebuild has no peak-rate estimator.
-constexpr uint64_t kWrDurationNs[2] = {10500 * kMs /*rotational*/, 3750 * kMs /*non-rotational*/};
+// Peak-rate estimation (bfq_update_peak_rate). Rates are in sectors per
+// microsecond << kRateShift; index 0 is a rotational device, 1 not.
+constexpr unsigned kRateShift = 16;                   // BFQ_RATE_SHIFT
+constexpr unsigned kRateMinSamples = 32;              // BFQ_RATE_MIN_SAMPLES
+constexpr uint64_t kRateMinIntervalNs = 300 * kMs;    // BFQ_RATE_MIN_INTERVAL
+constexpr uint64_t kRateRefIntervalNs = 1000 * kMs;   // BFQ_RATE_REF_INTERVAL
+constexpr uint64_t kRefRate[2] = {14000, 33000};      // ref_rate
+// Weight raising lasts rate_dur_prod / peak_rate: these at the reference
+// rate, so 1.5 times these at the initial estimate (2/3 of it).
+constexpr uint64_t kRefWrDurationNs[2] = {7000 * kMs, 2500 * kMs};
+constexpr uint64_t kMinWrDurationNs = 3000 * kMs, kMaxWrDurationNs = 25000 * kMs;
 
 struct BfqQueue;
 
@@ -208,6 +215,21 @@ struct Tunables {
   bool low_latency = true;
 };
 
+// The device's estimated peak rate and what is derived from it (bfq_data's
+// peak_rate fields), under BfqData::lock. See bfq_rate.cc.
+struct PeakRate {
+  uint64_t rate = 0;            // sectors/us << kRateShift
+  unsigned samples = 0;         // dispatches in the current interval
+  unsigned sequential = 0;      // of which sequential
+  uint64_t tot_sectors = 0;
+  uint64_t last_rq_max_size = 0;
+  uint64_t first_dispatch = 0;
+  uint64_t last_dispatch = 0;
+  uint64_t last_completion = 0;
+  uint64_t delta_from_first = 0;
+  uint64_t max_budget = kDefaultMaxBudget;  // what the device moves in one budget timeout
+};
+
 struct BfqData {
   BfqData(Queue* queue, ElevatorQueue* elv);
   ~BfqData();
@@ -265,7 +287,14 @@ struct BfqData {
 
   BfqStats stats;  // under lock (deferred_inserts: from ins)
 
-  uint64_t max_budget() const { return tun.user_max_budget ? tun.user_max_budget : kDefaultMaxBudget; }
+  PeakRate pr;
+
+  // bfq_max_budget: the user's, else the estimate once enough budgets were
+  // assigned to trust it.
+  uint64_t max_budget() const {
+    if (tun.user_max_budget) return tun.user_max_budget;
+    return budgets_assigned < kStatsMinBudgets ? kDefaultMaxBudget : pr.max_budget;
+  }
   uint64_t min_budget() const { return max_budget() / 32; }
   unsigned tot_busy() const { return busy_queues[0] + busy_queues[1] + busy_queues[2]; }
 };

@@ -235,6 +235,7 @@ Request* dispatch_from_queue(BfqData* bfqd, BfqQueue* q, uint64_t now) {
     bfqd->waited_rq = rq;
   }
   q->dispatched++;
+  peak_rate_on_dispatch(bfqd, rq, now);
   remove_request(bfqd, rq, now);
   start_in_driver(bfqd, rq, nullptr);
   bfqd->last_position = rq->end_sector();
@@ -395,6 +396,7 @@ bool completed_locked(BfqData* bfqd, Request* rq, BfqQueue* q, uint64_t now) {
   }
   update_hw_tag(bfqd);
   bfqd->rq_in_driver--;
+  peak_rate_on_completion(bfqd, now);
   bool kick = false;
   if (q) {
     q->dispatched--;
@@ -557,6 +559,7 @@ BfqData::BfqData(Queue* queue, ElevatorQueue* elv)
     : q(queue), eq(elv), st{ServiceTree(&pool), ServiceTree(&pool), ServiceTree(&pool)} {
   dispatch.init();
   rotational = queue_rotational(queue);
+  init_peak_rate(this);
   const uint64_t now = now_ns();
   class_idle_last_service = now;
   last_sweep = now;
@@ -628,6 +631,8 @@ BfqStats bfq_stats(Queue* q) {
   s.in_service_ioc = bfqd->in_service && bfqd->in_service->sync ? bfqd->in_service->key.ioc_id : 0;
   s.hw_tag = bfqd->hw_tag;
   s.rq_in_driver = bfqd->rq_in_driver;
+  s.peak_rate = bfqd->pr.rate;
+  s.max_budget = bfqd->max_budget();
   bfqd->lock.unlock();
   s.deferred_inserts = bfqd->ins.deferred_inserts();
   return s;

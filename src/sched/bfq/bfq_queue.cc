@@ -219,7 +219,6 @@ void handle_burst(BfqData* bfqd, BfqQueue* q, uint64_t now) {
   q->in_large_burst = bfqd->large_burst;
 }
 
-uint64_t wr_duration(const BfqData* bfqd) { return kWrDurationNs[bfqd->rotational ? 0 : 1]; }
 
 void end_wr(BfqData* bfqd, BfqQueue* q, uint64_t now) {
   if (q->wr_coeff == 1) return;

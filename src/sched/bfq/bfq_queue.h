@@ -34,6 +34,12 @@ void update_wr_data(BfqData* bfqd, BfqQueue* q, uint64_t charge, uint64_t now);
 void end_wr(BfqData* bfqd, BfqQueue* q, uint64_t now);
 uint64_t softrt_next_start(const BfqData* bfqd, const BfqQueue* q, uint64_t now);
 void update_hw_tag(BfqData* bfqd);
+// Peak-rate estimation (bfq_rate.cc).
+void init_peak_rate(BfqData* bfqd);
+void update_max_budget(BfqData* bfqd);  // after the rate or timeout_sync changed
+void peak_rate_on_dispatch(BfqData* bfqd, const Request* rq, uint64_t now);
+void peak_rate_on_completion(BfqData* bfqd, uint64_t now);
+uint64_t wr_duration(const BfqData* bfqd);
 void reset_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t now);
 void update_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t tot_ns, bool alone, uint64_t now);
 
