@@ -224,16 +224,16 @@ Request* dispatch_from_queue(BfqData* bfqd, BfqQueue* q, uint64_t now) {
   update_wr_data(bfqd, q, charge, now);
   if (q->wr_coeff == 1) q->service_from_backlogged += charge;
   entity_served(bfqd, q, charge);
+  if (q == bfqd->in_service && bfqd->wait_dispatch) {  // the injection probe's request
+    bfqd->wait_dispatch = false;
+    bfqd->waited_rq = rq;
+  }
   // Counted as dispatched before it leaves the queue (bfq_dispatch_remove):
   // a queue that this empties while not in service (an injection) then
   // leaves the busy set with a request in the driver and keeps its weight
   // counted; otherwise it dropped out of the weights and, busy again
   // before that request completed, stayed out, so two queues of different
   // weights looked alike and preempted each other by turns.
-  if (q == bfqd->in_service && bfqd->wait_dispatch) {
-    bfqd->wait_dispatch = false;
-    bfqd->waited_rq = rq;
-  }
   q->dispatched++;
   peak_rate_on_dispatch(bfqd, rq, now);
   remove_request(bfqd, rq, now);

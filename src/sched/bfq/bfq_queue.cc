@@ -219,7 +219,6 @@ void handle_burst(BfqData* bfqd, BfqQueue* q, uint64_t now) {
   q->in_large_burst = bfqd->large_burst;
 }
 
-
 void end_wr(BfqData* bfqd, BfqQueue* q, uint64_t now) {
   if (q->wr_coeff == 1) return;
   if (q->busy) bfqd->wr_busy_queues--;
