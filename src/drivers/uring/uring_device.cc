@@ -33,7 +33,6 @@ Status sys_error(const std::string& what, int err) {
   return Status::error(err, "uring: " + what + ": " + std::strerror(err));
 }
 
-// A block device's queue attribute from sysfs ("" when unreadable).
 // Whether the effective capability set (CapEff in /proc/self/status, a hex
 // mask) holds capability `bit`.
 bool has_capability(unsigned bit) {
@@ -46,6 +45,7 @@ bool has_capability(unsigned bit) {
   return false;
 }
 
+// A block device's queue attribute from sysfs ("" when unreadable).
 std::string blockdev_attr(dev_t rdev, const char* attr) {
   std::ifstream in("/sys/dev/block/" + std::to_string(major(rdev)) + ":" +
                    std::to_string(minor(rdev)) + "/queue/" + attr);

@@ -120,7 +120,8 @@ bool UringQueue::prep_locked(Request* rq) {
                               static_cast<off_t>(cmd->offset), cmd->left);
       break;
   }
-  if (rq->op == ReqOp::read || rq->op == ReqOp::write) sqe->ioprio = forwarded_ioprio(rq->ioprio, dev_->features().rt_ioprio);
+  if (rq->op == ReqOp::read || rq->op == ReqOp::write)
+    sqe->ioprio = forwarded_ioprio(rq->ioprio, dev_->features().rt_ioprio);
   if (fixed_file_) sqe->flags |= IOSQE_FIXED_FILE;
   if (const unsigned n = dev_->params().force_async; n && ++async_count_ >= n) {
     async_count_ = 0;
