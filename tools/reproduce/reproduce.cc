@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "reproduce/chart.h"
-#include "reproduce/kernel.h"
 #include "reproduce/interleave.h"
+#include "reproduce/kernel.h"
 #include "reproduce/table.h"
 
 namespace repro {

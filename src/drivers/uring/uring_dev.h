@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "blkmq/device.h"
-#include "blkmq/ioctx.h"
 #include "blkmq/driver.h"
+#include "blkmq/ioctx.h"
 #include "blkmq/queue.h"
 #include "blkmq/tagset.h"
 #include "drivers/uring/uring_params.h"
