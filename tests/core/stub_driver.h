@@ -42,6 +42,7 @@ class StubDriver {
     uint64_t capacity = 64ull << 20;  // bytes
     bool write_cache = false;
     bool fua = false;
+    bool rotational = false;
     uint32_t max_sectors = 2560;
     uint16_t max_segments = 128;
     CompleteMode mode = CompleteMode::inline_end;
@@ -79,6 +80,7 @@ class StubDriver {
     qc.limits.capacity_sectors = opt_.capacity >> 9;
     qc.limits.write_cache = opt_.write_cache;
     qc.limits.fua = opt_.fua;
+    qc.limits.rotational = opt_.rotational;
     qc.limits.max_hw_sectors = opt_.max_sectors;
     qc.limits.max_sectors = opt_.max_sectors;
     qc.limits.max_segments = opt_.max_segments;

@@ -59,7 +59,7 @@ inline std::shared_ptr<IoContext> make_ioc(uint16_t weight = 100, uint16_t iopri
 
 class BfqSim {
  public:
-  explicit BfqSim(BfqInsert mode = BfqInsert::locked, unsigned depth = 256) {
+  explicit BfqSim(BfqInsert mode = BfqInsert::locked, unsigned depth = 256, bool rotational = false) {
     g_bfq_now.store(1000ull * 1000 * kBfqMs);
     bfq_set_clock(&bfq_fake_now);
     StubDriver::Options o;
@@ -67,6 +67,7 @@ class BfqSim {
     o.mode = CompleteMode::never;
     o.depth = depth;
     o.max_sectors = 1024;
+    o.rotational = rotational;
     d_ = std::make_unique<StubDriver>(o);
     EXPECT_TRUE(q().set_attr("queue/iosched/insert_lists", mode == BfqInsert::locked ? "locked" : "split"));
     bfq_set_always_defer(&q(), mode == BfqInsert::split_parked);
@@ -167,8 +168,10 @@ class BfqSim {
     q().set_attr("queue/iosched/slice_idle", "0");
     advance_ms(1000);
     bfq_run_idle_timer(&q());
-    for (Request* rq : held_) complete(rq);
+    // complete() erases from held_: walk a copy, or every other one is skipped.
+    const std::vector<Request*> held = std::move(held_);
     held_.clear();
+    for (Request* rq : held) complete(rq);
     bfq_set_hold(&q(), false);
     run_hw_queues(&q(), false);
     for (int i = 0; i < 20000 && ended_.load() < submitted_; i++) {
