@@ -72,17 +72,29 @@ TEST(BfqSched, IoprioLevelsShareServiceByWeight) {
 }
 
 // A sequential reader with one request at a time and a think time of
-// 1 ms, against a backlogged seeky reader. With slice_idle (8 ms) the
-// reader's queue stays in service while it thinks, for its whole budget
-// timeout; without idling its queue expires after every request and it
-// gets one request per slot of the other, or per preemption: a queue that
-// is not worth idling for is preempted by any queue that becomes busy.
-// The estimated peak rate (64 sectors per 100 us here) makes max_budget
-// what the device moves in one timeout, so the seeky reader's slots last
-// a timeout too, and the thinking reader's share of the sectors is its
-// request rate over the device's: about 1/6 with idling, half that without.
-double sequential_share(uint64_t slice_idle_ms) {
-  BfqSim sim;
+// 1 ms, against a backlogged seeky reader, on a device that queues one
+// request at a time. The reader has nothing queued or in flight 90 % of
+// the time, so it is not I/O bound (bfq_update_io_intensity: busy under
+// 80 % of the window). Idling for it still boosts throughput on a
+// rotational device without queueing (a seek saved per request), so with
+// slice_idle (8 ms) its queue stays in service while it thinks, for its
+// whole budget timeout; on a non-rotational one, or without idling, its
+// queue expires after every request and it gets one request per slot of
+// the other, or per preemption: a queue that is not worth idling for is
+// preempted by any queue that becomes busy. The estimated peak rate (64
+// sectors per 100 us here) makes max_budget (17.8k sectors) what the
+// device moves in one timeout. With idling the reader's slots last its
+// budget timeout (125 ms, about 114 requests, 7.3k sectors) and are
+// charged as max_budget for the time they held the device, while the
+// seeky reader moves max_budget in 28 ms: the reader's share is about
+// 7.3 / (7.3 + 17.8) = 0.29. Without idling it gets one request per ten
+// of the other's, 0.09.
+struct SequentialShare {
+  double share = 0;
+  bool io_bound = true;
+};
+SequentialShare sequential_share(uint64_t slice_idle_ms, bool rotational) {
+  BfqSim sim(BfqInsert::locked, 256, rotational);
   sim.set("low_latency", "0");
   sim.set("slice_idle", std::to_string(slice_idle_ms));
   auto a = make_ioc(), b = make_ioc();
@@ -117,16 +129,31 @@ double sequential_share(uint64_t slice_idle_ms) {
     }
   }
   EXPECT_EQ(bfq_stats(&sim.q()).hw_tag, 0);  // one request at a time: no queueing seen
-  return static_cast<double>(sa) / static_cast<double>(sa + sb);
+  return {static_cast<double>(sa) / static_cast<double>(sa + sb), bfq_queue_info(&sim.q(), a.get()).io_bound};
 }
 
 TEST(BfqSched, IdlingKeepsTheSequentialReadersShare) {
-  const double with_idle = sequential_share(8);
-  const double without = sequential_share(0);
-  std::printf("[          ] sequential reader's share: %.3f with slice_idle=8, %.3f without\n", with_idle, without);
-  EXPECT_GT(with_idle, 0.13) << "slice_idle=8";
-  EXPECT_GT(with_idle, 1.6 * without) << "idling keeps the reader's slot";
-  EXPECT_LT(without, 0.12) << "slice_idle=0";
+  const SequentialShare with_idle = sequential_share(8, true);
+  const SequentialShare without = sequential_share(0, true);
+  std::printf("[          ] sequential reader's share: %.3f with slice_idle=8, %.3f without\n", with_idle.share,
+              without.share);
+  EXPECT_FALSE(with_idle.io_bound) << "idle 90 % of the time";
+  EXPECT_GT(with_idle.share, 0.13) << "slice_idle=8";
+  EXPECT_GT(with_idle.share, 1.6 * without.share) << "idling keeps the reader's slot";
+  EXPECT_LT(without.share, 0.12) << "slice_idle=0";
+}
+
+// The same reader on a non-rotational device: no seek to save, and a
+// queue that is not I/O bound gains nothing from idling, so bfq does not
+// idle for it (idling_boosts_thr_without_issues), whatever slice_idle is.
+TEST(BfqSched, ThinkingReaderIsNotIdledForOnANonRotationalDevice) {
+  const SequentialShare nonrot = sequential_share(8, false);
+  const SequentialShare rot = sequential_share(8, true);
+  std::printf("[          ] thinking reader's share with slice_idle=8: %.3f non-rotational, %.3f rotational\n",
+              nonrot.share, rot.share);
+  EXPECT_FALSE(nonrot.io_bound);
+  EXPECT_LT(nonrot.share, 0.12);
+  EXPECT_GT(rot.share, 1.6 * nonrot.share);
 }
 
 // Serves `n` requests of a backlogged context, refilling it.

@@ -53,6 +53,7 @@ struct BfqQueueInfo {
   uint64_t sectors_dispatched = 0;
   bool in_weights = false;    // counted among the busy weights (asymmetry)
   uint64_t last_charge = 0;   // sectors charged for its last slot, time charges included
+  bool io_bound = true;       // busy at least 80 % of the recent past (bfq_update_io_intensity)
 };
 // The sync (sync = true) or async queue that requests of `ioc` go to.
 BfqQueueInfo bfq_queue_info(Queue* q, const IoContext* ioc, bool sync = true);

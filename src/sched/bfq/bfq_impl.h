@@ -53,6 +53,7 @@ constexpr unsigned kTtimeMinSamples = 80;
 constexpr unsigned kStatsMinBudgets = 194;
 constexpr uint64_t kInjectResetNs = 1000 * kMs;
 constexpr uint64_t kRateSlowIntervalNs = 20 * kMs;
+constexpr uint64_t kIoIntensityWindowNs = 200 * kMs;  // bfq_update_io_intensity's window
 constexpr uint64_t kQueueFreeGraceNs = kWrMinIdleTimeNs;  // see BfqData::sweep
 // Peak-rate estimation (bfq_update_peak_rate). Rates are in sectors per
 // microsecond << kRateShift; index 0 is a rotational device, 1 not.
@@ -171,8 +172,18 @@ struct BfqQueue {
   uint64_t budget_timeout = 0;  // 0: never in service
   uint64_t slot_start = 0;
   bool wait_request = false;
+  // Expired empty for a reason other than its budget (idle, no more
+  // requests, preempted): back within 3 x slice_idle of its last
+  // completion it resumes the budget it had left, back-shifted, and may
+  // preempt (BFQQF_non_blocking_wait_rq).
+  bool non_blocking_wait_rq = false;
   bool fifo_checked = false;
+  // I/O bound: busy (requests queued or in the driver) at least 80 % of
+  // a window of about the last 200 ms (bfq_update_io_intensity).
   bool io_bound = true;
+  bool just_created = true;    // until its first request makes it busy
+  uint64_t io_start_time = 0;  // start of the I/O-intensity window
+  uint64_t tot_idle_time = 0;  // time with nothing queued or in flight, within it
   bool short_ttime = true;
   bool softrt_update = false;
 
@@ -313,8 +324,10 @@ inline void set_where(Request* rq, RqWhere w) { rq->elv_priv[2] = reinterpret_ca
 uint64_t now_ns();
 
 // ---- B-WF2Q+ (bfq_wf2q.cc) ----
-// Queue becomes busy: start from the idle tree or at V, finish from the budget.
-void activate_entity(BfqData* bfqd, BfqQueue* bfqq);
+// Queue becomes busy: start from the idle tree or at V, finish from the
+// budget; back_shift: a queue back in time after an idle pause starts from
+// its old finish when V has passed it.
+void activate_entity(BfqData* bfqd, BfqQueue* bfqq, bool back_shift);
 // The in-service queue is expired with requests left: charged what it got,
 // back on the active tree with its next budget.
 void requeue_entity(BfqData* bfqd, BfqQueue* bfqq);

@@ -112,6 +112,7 @@ void add_request(BfqData* bfqd, BfqQueue* q, Request* rq, uint64_t arrival, uint
   if (q->sync && q->refs <= 1) probe_injection(bfqd, q, now);
   update_thinktime(bfqd, q, now);
   update_seek(bfqd, q, rq);
+  if (q->sync) update_io_intensity(q, now);
   rq->fifo_time = arrival + bfqd->tun.fifo_expire_ns[sync_idx(rq)];
   q->fifo.push_back(&rq->queuelist);
   q->sort.insert(rq);
@@ -616,6 +617,7 @@ BfqQueueInfo bfq_queue_info(Queue* q, const IoContext* ioc, bool sync) {
     i.inject_limit = bq->inject_limit;
     i.in_weights = bq->in_weights;
     i.last_charge = bq->last_charge;
+    i.io_bound = bq->io_bound;
     i.sectors_dispatched = bq->sectors_dispatched;
   }
   bfqd->lock.unlock();

@@ -77,6 +77,7 @@ BfqQueue* get_queue(BfqData* bfqd, const IoContext* ioc, bool sync, uint64_t now
   q->budget = q->max_budget;
   q->short_ttime = sync && q->cls != kIdle;
   q->last_end_request = now;
+  q->io_start_time = now;
   q->decrease_time = now;
   q->soft_rt_next_start = now;  // bfq_smallest_from_now()
   bfqd->queues.emplace(q->key, q);
@@ -168,6 +169,23 @@ bool budget_timed_out(const BfqQueue* q, uint64_t now) { return q->budget_timeou
 
 bool may_expire_for_budget_timeout(const BfqQueue* q, uint64_t now) {
   return (!q->wait_request || budget_left(q) >= q->budget / 3) && budget_timed_out(q, now);
+}
+
+// bfq_update_io_intensity, on each new request of a sync queue: time with
+// nothing queued or in flight counts as idle, and a queue idle for more
+// than a fifth of the window is not I/O bound (not worth idling for to
+// boost throughput). The window halves past 200 ms so that it follows the
+// recent past. A new queue's first requests do not judge it: their first
+// few microseconds would read as mostly idle.
+void update_io_intensity(BfqQueue* q, uint64_t now) {
+  const uint64_t tot = now > q->io_start_time ? now - q->io_start_time : 0;
+  if (q->sort.empty() && q->dispatched == 0 && now > q->last_end_request) q->tot_idle_time += now - q->last_end_request;
+  if (q->just_created) return;
+  q->io_bound = q->tot_idle_time * 5 <= tot;
+  if (tot > kIoIntensityWindowNs) {
+    q->io_start_time = now - tot / 2;
+    q->tot_idle_time /= 2;
+  }
 }
 
 // Think time (bfq_update_io_thinktime), sampled only when the queue had
@@ -280,6 +298,7 @@ bool higher_class_or_weight(const BfqQueue* q, const BfqQueue* in_serv) {
 // the in-service queue must be preempted.
 bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now) {
   const bool is_new = q->budget_timeout == 0;
+  q->just_created = false;
   if (q->sync) handle_burst(bfqd, q, now);
   const bool in_burst = q->in_large_burst;
   const bool idle_for_long = is_new || now > q->budget_timeout + kWrMinIdleTimeNs;
@@ -292,8 +311,15 @@ bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now) {
   const bool interactive = !in_burst && idle_for_long && default_weight;
   const bool deserves = bfqd->tun.low_latency && (q->wr_coeff > 1 || (q->sync && (interactive || soft_rt)));
 
-  // bfq_bfqq_update_budg_for_activation: a fresh budget.
-  q->budget = std::max(q->max_budget, serv_to_charge(rq, q));
+  // bfq_bfqq_update_budg_for_activation: a queue that left empty mid-slot
+  // and is back within 3 x slice_idle of its last completion resumes what
+  // was left of its budget and may take the device back; any other starts
+  // a fresh budget.
+  const bool in_time = now <= q->last_end_request + 3 * bfqd->tun.slice_idle_ns;
+  const bool resumes = q->non_blocking_wait_rq && in_time && q->budget > q->service;
+  if (resumes) q->budget = std::min(q->budget - q->service, q->max_budget);
+  else q->budget = std::max(q->max_budget, serv_to_charge(rq, q));
+  q->service = 0;
   if (deserves) update_wr_on_arrival(bfqd, q, interactive, soft_rt, in_burst, now);
   if (bfqd->tun.low_latency && q->wr_coeff == 1) {
     q->last_idle_bklogged = now;
@@ -304,15 +330,18 @@ bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now) {
   q->busy = true;
   bfqd->busy_queues[q->new_cls]++;
   if (q->wr_coeff > 1) bfqd->wr_busy_queues++;
-  activate_entity(bfqd, q);
+  activate_entity(bfqd, q, resumes);
+  q->non_blocking_wait_rq = false;
   if (!q->dispatched) weights_add(bfqd, q);
 
   BfqQueue* in_serv = bfqd->in_service;
   if (!in_serv || in_serv == q) return false;
-  // Preempt a queue of a lower class or weight, or one that idling is not
-  // worth it for (bfq_bfqq_handle_idle_busy_switch): plugging dispatch for
-  // it would lose throughput for nothing.
-  return higher_class_or_weight(q, in_serv) || !better_to_idle(bfqd, in_serv);
+  // Preempt (bfq_bfqq_handle_idle_busy_switch) for a queue resuming its
+  // slot, unless the in-service one is raised more; for a higher class or
+  // weight; or when idling is not worth it for the in-service queue:
+  // plugging dispatch for it would lose throughput for nothing.
+  return (resumes && q->wr_coeff >= in_serv->wr_coeff) || higher_class_or_weight(q, in_serv) ||
+         !better_to_idle(bfqd, in_serv);
 }
 
 void del_busy(BfqData* bfqd, BfqQueue* q, bool in_service, uint64_t now) {
@@ -376,11 +405,10 @@ void recalc_budget(BfqData* bfqd, BfqQueue* q, Expire reason) {
     budget = max;
   }
   q->max_budget = std::min(budget, max);
-  q->budget = q->max_budget;
-  if (!q->sort.empty()) {
-    const uint64_t need = serv_to_charge(q->sort.first(), q);
-    if (need > q->budget) q->budget = need;
-  }
+  // Only a queue with a next request gets its next budget now; an empty
+  // one keeps the budget of the slot it leaves, so that back in time it
+  // resumes what is left of it (add_busy).
+  if (!q->sort.empty()) q->budget = std::max(q->max_budget, serv_to_charge(q->sort.first(), q));
 }
 
 void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now, bool compensate) {
@@ -389,8 +417,6 @@ void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now, bool compen
   if (q->wr_coeff == 1 && (slow || (reason == Expire::budget_timeout && budget_left(q) >= q->budget / 3)))
     charge_time(bfqd, q, slot_ns);
   q->last_charge = q->service;
-  if (reason == Expire::too_idle && q->service <= 2 * q->budget / 10) q->io_bound = false;
-  else if (reason == Expire::budget_timeout || reason == Expire::budget_exhausted) q->io_bound = true;
   if (bfqd->tun.low_latency && q->wr_coeff == 1) q->last_wr_start_finish = now;
   if (bfqd->tun.low_latency && q->sort.empty()) {
     if (q->dispatched == 0) q->soft_rt_next_start = softrt_next_start(bfqd, q, now);
@@ -406,9 +432,14 @@ void expire(BfqData* bfqd, BfqQueue* q, Expire reason, uint64_t now, bool compen
   q->wait_request = false;
   // A preempted queue that idling would have kept (guarantees) stays busy
   // with no requests, so it keeps its place among the weights.
-  if (q->sort.empty() && !(reason == Expire::preempted && idling_needed_for_service_guarantees(bfqd, q)))
+  if (q->sort.empty() && !(reason == Expire::preempted && idling_needed_for_service_guarantees(bfqd, q))) {
+    // Left empty for a reason other than its budget: its service stays, so
+    // that coming back in time it resumes the budget it had left.
+    const bool budget_reason = reason == Expire::budget_timeout || reason == Expire::budget_exhausted;
+    q->non_blocking_wait_rq = !budget_reason;
     del_busy(bfqd, q, true, now);
-  else {
+    if (budget_reason) q->service = 0;
+  } else {
     if (q->new_cls != q->cls) {  // the class changes at requeue
       bfqd->busy_queues[q->cls]--;
       bfqd->busy_queues[q->new_cls]++;

@@ -23,6 +23,7 @@ bool better_to_idle(const BfqData* bfqd, const BfqQueue* q);
 bool budget_timed_out(const BfqQueue* q, uint64_t now);
 bool may_expire_for_budget_timeout(const BfqQueue* q, uint64_t now);
 void update_thinktime(BfqData* bfqd, BfqQueue* q, uint64_t now);
+void update_io_intensity(BfqQueue* q, uint64_t now);
 void update_seek(BfqData* bfqd, BfqQueue* q, const Request* rq);
 bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now);
 void del_busy(BfqData* bfqd, BfqQueue* q, bool in_service, uint64_t now);

@@ -63,7 +63,14 @@ void forget_entity(BfqData* bfqd, BfqQueue* bfqq) {
   bfqq->counted = false;
 }
 
-void activate_entity(BfqData* bfqd, BfqQueue* bfqq) {
+void activate_entity(BfqData* bfqd, BfqQueue* bfqq, bool back_shift) {
+  // A queue that left empty while it was being served and comes back in
+  // time (bfq_bfqq_update_budg_for_activation) starts from its old finish
+  // instead of V when V has passed it: its pause was its process thinking,
+  // not a gift of service to give back (__bfq_activate_entity).
+  const uint64_t v = bfqd->st[bfqq->new_cls].vtime;
+  const bool shifted = back_shift && v > bfqq->finish;
+  const uint64_t min_start = shifted ? bfqq->finish : v;
   if (bfqq->tree == BfqQueue::kIdleTree) {
     ServiceTree* old = &bfqd->st[bfqq->tree_cls];
     old->idle.erase(bfqq);
@@ -71,17 +78,25 @@ void activate_entity(BfqData* bfqd, BfqQueue* bfqq) {
     update_weight_prio(bfqd, bfqq);
     // Coming back before V passed its old finish: it may not restart
     // earlier than that, so it cannot gain by leaving and returning.
-    const uint64_t v = bfqd->st[bfqq->cls].vtime;
-    bfqq->start = bfqq->finish > v ? bfqq->finish : v;
+    bfqq->start = min_start > bfqq->finish ? min_start : bfqq->finish;
   } else {
     update_weight_prio(bfqd, bfqq);
-    bfqq->start = bfqd->st[bfqq->cls].vtime;
+    bfqq->start = min_start;
     bfqq->tree_cls = bfqq->cls;
     bfqd->st[bfqq->cls].wsum += bfqq->weight;
     bfqq->counted = true;
   }
   bfqq->service = 0;
   calc_finish(bfqq, bfqq->budget);
+  // bfq_update_fin_time_enqueue: a back-shifted finish still behind V is
+  // pushed up to V (less for a raised queue), so that queues which pause
+  // often cannot pile up ever lower timestamps and then hold the device.
+  const uint64_t vnow = bfqd->st[bfqq->cls].vtime;
+  if (shifted && vnow > bfqq->finish) {
+    const uint64_t d = (vnow - bfqq->finish) / bfqq->wr_coeff;
+    bfqq->start += d;
+    bfqq->finish += d;
+  }
   active_insert(bfqd, bfqq);
 }
 
