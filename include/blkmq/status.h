@@ -9,29 +9,42 @@
 
 namespace blkmq {
 
-// Completion status of a bio or request; the analogue of blk_status_t.
-// `resource` and `dev_resource` are only ever returned by a driver's
-// queue_rq: the core retries them (resource: after a 3 ms delayed rerun or
-// when a request frees; dev_resource: when the driver restarts the queue or a
-// request completes). They never reach a bio's end_io.
+// Completion status of a bio or request; the analogue of blk_status_t,
+// with the kernel's errno for each (blk_errors in block/blk-core.c).
+// `resource` and `dev_resource` returned by a driver's queue_rq are retried
+// by the core (resource: after a 3 ms delayed rerun or when a request frees;
+// dev_resource: when the driver restarts the queue or a request completes)
+// and never reach a bio's end_io from there; a request a driver completes
+// with one of them (a backing file's -ENOMEM or -EBUSY mapped by
+// errno_to_blk_status) ends its bios with that error, as in the kernel.
+// Left out: the kernel's reservation-conflict, zone-resource, duration-limit
+// and device-mapper statuses (no reservations, zoned devices or CDL here).
 enum class BlkStatus : uint8_t {
   ok = 0,
   notsupp,       // operation not supported by the device (-EOPNOTSUPP)
   timeout,       // request timed out (-ETIMEDOUT)
   nospc,         // device or backing store full (-ENOSPC)
-  ioerr,         // generic I/O error (-EIO)
+  ioerr,         // generic I/O error (-EIO); what an unknown errno maps to
   inval,         // bad request: out of range, misaligned (-EINVAL)
   again,         // a nowait submission would have blocked (-EAGAIN)
-  resource,      // driver: out of a shared resource, retry later
-  dev_resource,  // driver: device busy, retry when it restarts the queue
+  resource,      // driver: out of a shared resource, retry later (-ENOMEM)
+  dev_resource,  // driver: device busy, retry when it restarts the queue (-EBUSY)
   medium,        // media error (-ENODATA)
+  transport,     // recoverable transport error, e.g. a lost connection (-ENOLINK)
+  target,        // critical target error (-EREMOTEIO)
+  protection,    // integrity (protection information) check failed (-EILSEQ)
+  offline,       // device offline or gone (-ENODEV)
 };
 
 // Short lower-case name ("ok", "ioerr", ...). Any context; no allocation.
 const char* blk_status_name(BlkStatus s);
-// Negative errno for a status (0 for ok). Any context.
+// The kernel's description ("critical medium", ...), for messages. Any context.
+const char* blk_status_description(BlkStatus s);
+// Negative errno for a status (0 for ok), as the kernel's
+// blk_status_to_errno. Any context.
 int blk_status_to_errno(BlkStatus s);
-// Status for a negative (or positive) errno; unknown values map to ioerr.
+// Status for a negative (or positive) errno, as errno_to_blk_status: the
+// status whose errno it is; unknown values map to ioerr. Any context.
 BlkStatus errno_to_blk_status(int err);
 
 // Result of a control-path operation: ok, or an errno-style code plus a

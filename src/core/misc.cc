@@ -1,4 +1,4 @@
-// Status names, I/O contexts and the device-driver registry.
+// I/O contexts and the device-driver registry.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -11,53 +11,6 @@
 namespace blkmq {
 
 void register_builtin_drivers();  // src/drivers/builtin.cc
-
-const char* blk_status_name(BlkStatus s) {
-  switch (s) {
-    case BlkStatus::ok: return "ok";
-    case BlkStatus::notsupp: return "notsupp";
-    case BlkStatus::timeout: return "timeout";
-    case BlkStatus::nospc: return "nospc";
-    case BlkStatus::ioerr: return "ioerr";
-    case BlkStatus::inval: return "inval";
-    case BlkStatus::again: return "again";
-    case BlkStatus::resource: return "resource";
-    case BlkStatus::dev_resource: return "dev_resource";
-    case BlkStatus::medium: return "medium";
-  }
-  return "unknown";
-}
-
-int blk_status_to_errno(BlkStatus s) {
-  switch (s) {
-    case BlkStatus::ok: return 0;
-    case BlkStatus::notsupp: return -95;
-    case BlkStatus::timeout: return -110;
-    case BlkStatus::nospc: return -28;
-    case BlkStatus::inval: return -22;
-    case BlkStatus::again: return -11;
-    case BlkStatus::resource:
-    case BlkStatus::dev_resource: return -16;
-    case BlkStatus::medium: return -61;
-    case BlkStatus::ioerr: return -5;
-  }
-  return -5;
-}
-
-BlkStatus errno_to_blk_status(int err) {
-  if (err < 0) err = -err;
-  switch (err) {
-    case 0: return BlkStatus::ok;
-    case 95: return BlkStatus::notsupp;
-    case 110: return BlkStatus::timeout;
-    case 28: return BlkStatus::nospc;
-    case 22: return BlkStatus::inval;
-    case 11: return BlkStatus::again;
-    case 16: return BlkStatus::resource;
-    case 61: return BlkStatus::medium;
-    default: return BlkStatus::ioerr;
-  }
-}
 
 namespace {
 

@@ -1,0 +1,64 @@
+// The status <-> errno table against the kernel's blk_errors, both ways.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "blkmq/status.h"
+
+namespace blkmq {
+namespace {
+
+struct KernelRow {
+  BlkStatus status;
+  int err;
+};
+// block/blk-core.c, blk_errors[] (the statuses blkmq has).
+constexpr KernelRow kKernel[] = {
+    {BlkStatus::ok, 0},
+    {BlkStatus::notsupp, -EOPNOTSUPP},
+    {BlkStatus::timeout, -ETIMEDOUT},
+    {BlkStatus::nospc, -ENOSPC},
+    {BlkStatus::transport, -ENOLINK},
+    {BlkStatus::target, -EREMOTEIO},
+    {BlkStatus::medium, -ENODATA},
+    {BlkStatus::protection, -EILSEQ},
+    {BlkStatus::resource, -ENOMEM},
+    {BlkStatus::dev_resource, -EBUSY},
+    {BlkStatus::again, -EAGAIN},
+    {BlkStatus::offline, -ENODEV},
+    {BlkStatus::inval, -EINVAL},
+    {BlkStatus::ioerr, -EIO},
+};
+
+TEST(StatusTable, EveryStatusHasTheKernelsErrno) {
+  for (const KernelRow& k : kKernel)
+    EXPECT_EQ(blk_status_to_errno(k.status), k.err) << blk_status_name(k.status);
+}
+
+TEST(StatusTable, EveryErrnoMapsBackToItsStatusEitherSign) {
+  for (const KernelRow& k : kKernel) {
+    EXPECT_EQ(errno_to_blk_status(k.err), k.status) << blk_status_name(k.status);
+    EXPECT_EQ(errno_to_blk_status(-k.err), k.status) << blk_status_name(k.status);
+  }
+}
+
+TEST(StatusTable, UnknownErrnoIsAnIoError) {
+  for (int e : {EPERM, ENOENT, EROFS, EXDEV, 4095})
+    EXPECT_EQ(errno_to_blk_status(-e), BlkStatus::ioerr) << std::strerror(e);
+}
+
+TEST(StatusTable, NamesAreDistinctAndStatusesRoundTrip) {
+  std::set<std::string> names;
+  for (int v = 0; v <= static_cast<int>(BlkStatus::offline); v++) {
+    const auto s = static_cast<BlkStatus>(v);
+    EXPECT_TRUE(names.insert(blk_status_name(s)).second) << blk_status_name(s);
+    EXPECT_EQ(errno_to_blk_status(blk_status_to_errno(s)), s) << blk_status_name(s);
+    EXPECT_EQ(std::string(blk_status_description(s)).empty(), s == BlkStatus::ok);
+  }
+}
+
+}  // namespace
+}  // namespace blkmq
