@@ -300,5 +300,77 @@ TEST(SchedSwitch, RotateSchedulersAndNrRequestsUnderVerifiedIo) {
   EXPECT_EQ(q.disk_stat().in_flight, 0u);
 }
 
+// blktests block/047: two threads switch the scheduler of one queue at the
+// same time, each to schedulers of its own choosing, first with the queue
+// idle and then under verified I/O. Every switch succeeds (they serialize),
+// the queue ends on a scheduler one of them set, and no bio is lost, ended
+// twice or corrupted.
+void racing_switches(bool with_io) {
+  const double seconds = 4.0 * stress_scale();
+  Watchdog wd("racing scheduler switches", std::chrono::seconds(static_cast<int>(seconds) + 120));
+  register_test_fifo();
+  auto made = create_device("null", {{"memory_backed", "1"},
+                                     {"hw_queue_depth", std::to_string(kQueueDepth)},
+                                     {"size", "64"}});
+  ASSERT_TRUE(made) << made.status().message();
+  std::unique_ptr<Device> dev = std::move(made.value());
+  Queue& q = dev->queue();
+  auto list = q.attr("queue/scheduler");
+  ASSERT_TRUE(list) << list.status().message();
+  const std::vector<std::string> scheds = parse_schedulers(*list, nullptr);
+  ASSERT_GE(scheds.size(), 2u);
+
+  Counts c;
+  std::atomic<bool> stop{false};
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::thread> threads;
+  if (with_io) {
+    for (unsigned i = 0; i < kThreads; i++) workers.push_back(std::make_unique<Worker>(q, i, c));
+    for (auto& w : workers) threads.emplace_back([&stop, w = w.get()] { w->run(stop); });
+  }
+  std::atomic<uint64_t> switches{0}, failures{0};
+  std::string last[2];
+  std::vector<std::thread> switchers;
+  for (unsigned t = 0; t < 2; t++)
+    switchers.emplace_back([&, t] {
+      std::mt19937 rng(77 + t);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const std::string& name = scheds[rng() % scheds.size()];
+        if (q.set_attr("queue/scheduler", name)) {
+          last[t] = name;
+          switches.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          failures.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : switchers) t.join();
+  for (auto& t : threads) t.join();
+
+  std::string cur;
+  auto now = q.attr("queue/scheduler");
+  ASSERT_TRUE(now);
+  parse_schedulers(*now, &cur);
+  std::printf("[          ] %llu switches by two threads, %llu I/Os, ends on %s\n",
+              static_cast<unsigned long long>(switches.load()), static_cast<unsigned long long>(c.submitted.load()),
+              cur.c_str());
+  EXPECT_GE(switches.load(), 10u);
+  EXPECT_EQ(failures.load(), 0u);
+  EXPECT_TRUE(cur == last[0] || cur == last[1]) << cur << " was set by neither thread last";
+  if (with_io) {
+    EXPECT_GT(c.submitted.load(), 100u);
+    EXPECT_EQ(c.ended.load(), c.submitted.load());
+    EXPECT_EQ(c.doubles.load(), 0u);
+    EXPECT_EQ(c.errors.load(), 0u);
+    EXPECT_EQ(c.mismatches.load(), 0u);
+  }
+  EXPECT_EQ(q.disk_stat().in_flight, 0u);
+}
+
+TEST(SchedSwitch, TwoThreadsSwitchingAnIdleQueue) { racing_switches(false); }
+TEST(SchedSwitch, TwoThreadsSwitchingUnderVerifiedIo) { racing_switches(true); }
+
 }  // namespace
 }  // namespace blkmq::test
