@@ -247,15 +247,25 @@ struct Controller {
   }
 };
 
-TEST(SchedSwitch, RotateSchedulersAndNrRequestsUnderVerifiedIo) {
-  const double seconds = 20.0 * stress_scale();
-  Watchdog wd("scheduler switch scenario", std::chrono::seconds(static_cast<int>(seconds) + 120));
+// The scenarios' device: a 64 MiB memory-backed null device of
+// kQueueDepth tags, with the test's FIFO scheduler registered.
+std::unique_ptr<Device> make_switch_device() {
   register_test_fifo();
   auto made = create_device("null", {{"memory_backed", "1"},
                                      {"hw_queue_depth", std::to_string(kQueueDepth)},
                                      {"size", "64"}});
-  ASSERT_TRUE(made) << made.status().message();
-  std::unique_ptr<Device> dev = std::move(made.value());
+  if (!made) {
+    ADD_FAILURE() << made.status().message();
+    return nullptr;
+  }
+  return std::move(made.value());
+}
+
+TEST(SchedSwitch, RotateSchedulersAndNrRequestsUnderVerifiedIo) {
+  const double seconds = 20.0 * stress_scale();
+  Watchdog wd("scheduler switch scenario", std::chrono::seconds(static_cast<int>(seconds) + 120));
+  std::unique_ptr<Device> dev = make_switch_device();
+  ASSERT_TRUE(dev);
   Queue& q = dev->queue();
   ASSERT_GE(dev->size_bytes(), uint64_t{kThreads} * kBlocksPerThread * kBlock);
   auto list = q.attr("queue/scheduler");
@@ -308,12 +318,8 @@ TEST(SchedSwitch, RotateSchedulersAndNrRequestsUnderVerifiedIo) {
 void racing_switches(bool with_io) {
   const double seconds = 4.0 * stress_scale();
   Watchdog wd("racing scheduler switches", std::chrono::seconds(static_cast<int>(seconds) + 120));
-  register_test_fifo();
-  auto made = create_device("null", {{"memory_backed", "1"},
-                                     {"hw_queue_depth", std::to_string(kQueueDepth)},
-                                     {"size", "64"}});
-  ASSERT_TRUE(made) << made.status().message();
-  std::unique_ptr<Device> dev = std::move(made.value());
+  std::unique_ptr<Device> dev = make_switch_device();
+  ASSERT_TRUE(dev);
   Queue& q = dev->queue();
   auto list = q.attr("queue/scheduler");
   ASSERT_TRUE(list) << list.status().message();

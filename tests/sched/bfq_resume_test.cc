@@ -16,6 +16,22 @@ constexpr uint64_t kBOffset = 65536;  // B reads the second half of the 64 MiB d
 // Requests a gap apart: sequential for bfq, never merged.
 constexpr uint64_t at(uint64_t i) { return i * 2 * kSectors; }
 
+// Four requests of ctx, all handed to the driver; fails the test if bfq
+// holds one back.
+std::vector<Request*> submit_and_dispatch_four(BfqSim& sim, IoContext* ctx) {
+  for (uint32_t i = 0; i < 4; i++) sim.submit(ctx, at(i), kSectors);
+  std::vector<Request*> held;
+  for (int i = 0; i < 4; i++) {
+    Request* rq = sim.dispatch();
+    if (!rq) {
+      ADD_FAILURE() << "request " << i << " not dispatched";
+      break;
+    }
+    held.push_back(rq);
+  }
+  return held;
+}
+
 // A (BE4) in service alone with four requests in the driver; B (BE0)
 // arrives and preempts it (higher weight); one of A's requests completes;
 // B's request goes to the driver, so B is in service and idled for.
@@ -28,11 +44,7 @@ struct Preempted {
 
   Preempted() {
     sim.set("low_latency", "0");
-    for (uint32_t i = 0; i < 4; i++) sim.submit(a.get(), at(i), kSectors);
-    for (int i = 0; i < 4; i++) {
-      a_in_driver.push_back(sim.dispatch());
-      if (!a_in_driver.back()) ADD_FAILURE() << "A's request " << i << " not dispatched";
-    }
+    a_in_driver = submit_and_dispatch_four(sim, a.get());
     EXPECT_EQ(sim.dispatch(), nullptr) << "A is alone: bfq idles for it";
     a_budget = bfq_queue_info(&sim.q(), a.get()).budget;
     sim.submit(b.get(), kBOffset, kSectors);
@@ -40,7 +52,8 @@ struct Preempted {
     EXPECT_FALSE(ai.in_service) << "B's higher weight preempts A";
     EXPECT_FALSE(ai.busy) << "A left empty";
     sim.advance_us(200);
-    if (a_in_driver.back()) sim.complete(a_in_driver.back());
+    if (a_in_driver.empty()) return;
+    sim.complete(a_in_driver.back());
     a_in_driver.pop_back();
     Request* rq = sim.dispatch();
     EXPECT_TRUE(rq && rq->ioc == b.get());
@@ -79,12 +92,8 @@ TEST(BfqResume, QueueTooIdleResumesWhatItsSlotHadLeft) {
   BfqSim sim;
   sim.set("low_latency", "0");
   auto a = make_ioc(100, ioprio_value(IoprioClass::be, 4));
-  for (uint32_t i = 0; i < 4; i++) sim.submit(a.get(), at(i), kSectors);
-  std::vector<Request*> held;
-  for (int i = 0; i < 4; i++) {
-    held.push_back(sim.dispatch());
-    ASSERT_NE(held.back(), nullptr);
-  }
+  const std::vector<Request*> held = submit_and_dispatch_four(sim, a.get());
+  ASSERT_EQ(held.size(), 4u);
   const uint64_t slot_budget = bfq_queue_info(&sim.q(), a.get()).budget;
   sim.advance_ms(1);
   for (Request* rq : held) sim.complete(rq);
@@ -107,12 +116,8 @@ TEST(BfqResume, QueueExpiredForItsBudgetTimeoutStartsFresh) {
   BfqSim sim;
   sim.set("low_latency", "0");
   auto a = make_ioc(100, ioprio_value(IoprioClass::be, 4));
-  for (uint32_t i = 0; i < 4; i++) sim.submit(a.get(), at(i), kSectors);
-  std::vector<Request*> held;
-  for (int i = 0; i < 4; i++) {
-    held.push_back(sim.dispatch());
-    ASSERT_NE(held.back(), nullptr);
-  }
+  const std::vector<Request*> held = submit_and_dispatch_four(sim, a.get());
+  ASSERT_EQ(held.size(), 4u);
   EXPECT_EQ(sim.dispatch(), nullptr) << "alone: idled for";
   const uint64_t leftover = bfq_queue_info(&sim.q(), a.get()).budget - 4 * kSectors;
   sim.advance_ms(130);  // past the budget timeout (125 ms)
