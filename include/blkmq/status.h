@@ -19,6 +19,7 @@ namespace blkmq {
 // errno_to_blk_status) ends its bios with that error, as in the kernel.
 // Left out: the kernel's reservation-conflict, zone-resource, duration-limit
 // and device-mapper statuses (no reservations, zoned devices or CDL here).
+// Added: `readonly`, which the kernel has no status for (see below).
 enum class BlkStatus : uint8_t {
   ok = 0,
   notsupp,       // operation not supported by the device (-EOPNOTSUPP)
@@ -34,6 +35,8 @@ enum class BlkStatus : uint8_t {
   target,        // critical target error (-EREMOTEIO)
   protection,    // integrity (protection information) check failed (-EILSEQ)
   offline,       // device offline or gone (-ENODEV)
+  readonly,      // a write, discard or zeroing to a read-only device (-EROFS);
+                 // blkmq's own: the kernel only warns, for old lvm tools
 };
 
 // Short lower-case name ("ok", "ioerr", ...). Any context; no allocation.

@@ -185,6 +185,14 @@ const Attr kAttrs[] = {
     {"stat", show_stat, nullptr},
     {"inflight", show_inflight, nullptr},
     {"size", [](const QueueImpl* q) { return u(q->limits_.capacity_sectors); }, nullptr},
+    // /sys/block/<dev>/ro; writable here, as the BLKROSET ioctl sets it.
+    {"ro", [](const QueueImpl* q) { return u(q->tun_.read_only.load()); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       auto n = parse_uint("ro", v, 0, 1);
+       if (!n) return n.status();
+       q->tun_.read_only.store(*n != 0);
+       return Status::ok();
+     }},
 };
 
 // mq/<n>/<name>

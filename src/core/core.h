@@ -189,6 +189,7 @@ struct QueueTunables {
   std::atomic<bool> submit_plug_implicit{false};
   std::atomic<bool> plug_direct_issue{true};
   std::atomic<TaskCompletion> task_completion{TaskCompletion::local};
+  std::atomic<bool> read_only{false};  // `ro` (set_disk_ro / BLKROSET)
 };
 
 // Disk statistics, per CPU (part_stat).

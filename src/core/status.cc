@@ -32,6 +32,7 @@ constexpr StatusRow kRows[] = {
     {BlkStatus::target, "target", -EREMOTEIO, "critical target"},
     {BlkStatus::protection, "protection", -EILSEQ, "protection"},
     {BlkStatus::offline, "offline", -ENODEV, "device offline"},
+    {BlkStatus::readonly, "readonly", -EROFS, "read-only device"},
 };
 
 constexpr bool rows_in_enum_order() {
@@ -40,7 +41,7 @@ constexpr bool rows_in_enum_order() {
   return true;
 }
 static_assert(rows_in_enum_order(), "kRows must list every BlkStatus in enum order");
-static_assert(static_cast<size_t>(BlkStatus::offline) + 1 == std::size(kRows), "a BlkStatus has no row");
+static_assert(static_cast<size_t>(BlkStatus::readonly) + 1 == std::size(kRows), "a BlkStatus has no row");
 
 const StatusRow& row(BlkStatus s) {
   const auto i = static_cast<size_t>(s);

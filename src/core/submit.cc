@@ -17,8 +17,18 @@ void fail_bio(Bio* bio, BlkStatus st) {
   bio_endio(bio);
 }
 
+// A write, discard or zeroing to a read-only device fails with `readonly`;
+// a flush without data passes, as the kernel's bio_check_ro lets it. The
+// kernel only warns here (old lvm tools write to read-only devices);
+// blkmq refuses, so that an image exported read-only stays unchanged.
+bool writes_to_read_only(const QueueImpl* q, const Bio* bio) {
+  if (bio->op == ReqOp::read || (bio->op == ReqOp::flush && bio->size == 0)) return false;
+  return q->tun_.read_only.load(std::memory_order_relaxed);
+}
+
 // Bad input gets a clear status and touches nothing.
 BlkStatus check_bio(const QueueImpl* q, const Bio* bio) {
+  if (writes_to_read_only(q, bio)) return BlkStatus::readonly;
   const QueueLimits& l = q->limits_;
   const uint32_t lbs = l.logical_block_size;
   const uint64_t lbs_sectors = lbs >> kSectorShift;

@@ -61,7 +61,8 @@ thread_local const void* tl_reader = nullptr;
 uint32_t nbd_error(BlkStatus st) {
   switch (-blk_status_to_errno(st)) {
     case 0: return 0;
-    case EPERM: return kErrPerm;
+    case EPERM:
+    case EROFS: return kErrPerm;
     case ENOSPC: return kErrNoSpc;
     case EINVAL: return kErrInval;
     case EOVERFLOW: return kErrOverflow;
