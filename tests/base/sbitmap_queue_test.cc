@@ -9,7 +9,7 @@
 #include "base/clock.h"
 #include "base/percpu.h"
 #include "base/sbitmap.h"
-#include "base/stress.h"
+#include "support/stress.h"
 
 namespace blkmq::base {
 namespace {

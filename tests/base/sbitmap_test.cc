@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/percpu.h"
-#include "base/stress.h"
+#include "support/stress.h"
 
 namespace blkmq::base {
 namespace {

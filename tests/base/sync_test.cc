@@ -11,7 +11,7 @@
 #include "base/llist.h"
 #include "base/percpu.h"
 #include "base/spinlock.h"
-#include "base/stress.h"
+#include "support/stress.h"
 
 namespace blkmq::base {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "base/clock.h"
 #include "base/event.h"
-#include "base/stress.h"
+#include "support/stress.h"
 
 namespace blkmq::base {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "blkmq/ioctx.h"
 #include "core/core.h"
-#include "stub_driver.h"
+#include "support/stub_driver.h"
 
 namespace blkmq::test {
 namespace {

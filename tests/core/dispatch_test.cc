@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "stub_driver.h"
+#include "support/stub_driver.h"
 
 namespace blkmq::test {
 namespace {

@@ -1,7 +1,7 @@
 // Plugging, merging, splitting and the seed switches on the submit path.
 #include <gtest/gtest.h>
 
-#include "stub_driver.h"
+#include "support/stub_driver.h"
 
 namespace blkmq::test {
 namespace {

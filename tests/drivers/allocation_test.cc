@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
-#include "drivers/device_test_util.h"
+#include "support/device_test_util.h"
 #include "drivers/null/null_store.h"
 
 namespace blkmq {

@@ -15,7 +15,7 @@
 #include "blkmq/blkmq.h"
 #include "drivers/null/null.h"
 #include "drivers/null/null_params.h"
-#include "drivers/device_test_util.h"
+#include "support/device_test_util.h"
 
 namespace blkmq {
 namespace {

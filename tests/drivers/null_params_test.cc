@@ -5,7 +5,7 @@
 
 #include "blkmq/tagset.h"
 #include "drivers/null/null_params.h"
-#include "drivers/device_test_util.h"
+#include "support/device_test_util.h"
 
 namespace blkmq::nullb {
 namespace {

@@ -16,7 +16,7 @@
 #include "blkmq/blkmq.h"
 #include "drivers/scsi/scsi_device.h"
 #include "drivers/scsi/scsi_host.h"
-#include "drivers/device_test_util.h"
+#include "support/device_test_util.h"
 
 namespace blkmq::scsi {
 namespace {

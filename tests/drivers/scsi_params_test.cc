@@ -6,7 +6,7 @@
 #include "blkmq/blkmq.h"
 #include "drivers/scsi/scsi.h"
 #include "drivers/scsi/scsi_params.h"
-#include "drivers/device_test_util.h"
+#include "support/device_test_util.h"
 
 namespace blkmq::scsi {
 namespace {

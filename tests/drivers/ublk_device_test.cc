@@ -16,7 +16,7 @@
 
 #include "blkmq/blkmq.h"
 #include "blkmq/ublk.h"
-#include "drivers/device_test_util.h"
+#include "support/device_test_util.h"
 
 namespace blkmq {
 namespace {

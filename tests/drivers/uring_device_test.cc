@@ -23,7 +23,7 @@
 #include "drivers/uring/uring.h"
 #include "drivers/uring/uring_dev.h"
 #include "drivers/uring/uring_params.h"
-#include "drivers/device_test_util.h"
+#include "support/device_test_util.h"
 
 namespace blkmq {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
-#include "drivers/device_test_util.h"
+#include "support/device_test_util.h"
 
 namespace blkmq {
 namespace {

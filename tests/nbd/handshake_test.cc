@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "nbd/handshake.h"
-#include "nbd/nbd_test_util.h"
+#include "support/nbd_test_util.h"
 
 namespace blkmq::nbd {
 namespace {

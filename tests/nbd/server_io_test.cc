@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "blkmq/device.h"
-#include "nbd/nbd_test_util.h"
+#include "support/nbd_test_util.h"
 #include "nbd/server.h"
 
 namespace blkmq::nbd {

@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "nbd/nbd_test_util.h"
+#include "support/nbd_test_util.h"
 
 namespace blkmq::nbd {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "regress/nbd_regress_util.h"
+#include "support/nbd_regress_util.h"
 
 namespace blkmq::nbd::regress {
 namespace {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
-#include "watchdog.h"
+#include "support/watchdog.h"
 
 namespace blkmq::test {
 namespace {

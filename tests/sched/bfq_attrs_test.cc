@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/stub_driver.h"
+#include "support/stub_driver.h"
 #include "sched/bfq/bfq.h"
 
 namespace blkmq::test {

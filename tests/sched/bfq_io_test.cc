@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
-#include "sched/bfq_test_util.h"
+#include "support/bfq_test_util.h"
 
 namespace blkmq::test {
 namespace {

@@ -6,7 +6,7 @@
 // weight; later it starts over with a fresh budget and waits its turn.
 // The kernel's trace shows the rule at work between two sequential
 // readers of BE levels 0 and 4 (docs/FIDELITY.md).
-#include "sched/bfq_test_util.h"
+#include "support/bfq_test_util.h"
 
 namespace blkmq::test {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <map>
 
-#include "sched/bfq_test_util.h"
+#include "support/bfq_test_util.h"
 
 namespace blkmq::test {
 namespace {

@@ -3,7 +3,7 @@
 #include <random>
 
 #include "base/lockstat.h"
-#include "sched/deadline_test_util.h"
+#include "support/deadline_test_util.h"
 
 namespace blkmq::test {
 namespace {

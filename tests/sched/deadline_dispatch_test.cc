@@ -1,7 +1,7 @@
 // mq-deadline dispatch order: sector batches, FIFO deadlines, writes_starved,
 // fifo_batch, priority levels and aging, at-head inserts. Every test runs in
 // locked mode, split mode, and split mode with every insert parked.
-#include "sched/deadline_test_util.h"
+#include "support/deadline_test_util.h"
 
 namespace blkmq::test {
 namespace {

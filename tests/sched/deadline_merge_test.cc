@@ -1,7 +1,7 @@
 // Merging through mq-deadline: bio back and front merges, the neighbour
 // merge that follows, insert merges, and merge counts of many sequential
 // writers in split mode against locked mode.
-#include "sched/deadline_test_util.h"
+#include "support/deadline_test_util.h"
 
 namespace blkmq::test {
 namespace {

@@ -3,7 +3,7 @@
 // so the real timer is never armed and cannot interfere.
 #include <gtest/gtest.h>
 
-#include "core/stub_driver.h"
+#include "support/stub_driver.h"
 #include "sched/kyber/kyber.h"
 
 namespace blkmq::test {

@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "core/stub_driver.h"
+#include "support/stub_driver.h"
 #include "sched/kyber/kyber.h"
 
 namespace blkmq::test {

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/iolog.h"
-#include "tools/bench_run.h"
+#include "support/bench_run.h"
 
 namespace bench {
 namespace {

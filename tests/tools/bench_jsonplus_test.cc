@@ -16,7 +16,7 @@
 #include "bench/options.h"
 #include "bench/report.h"
 #include "bench/stats.h"
-#include "tools/bench_run.h"
+#include "support/bench_run.h"
 
 namespace bench {
 namespace {

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/bench_run.h"
+#include "support/bench_run.h"
 
 namespace bench {
 namespace {

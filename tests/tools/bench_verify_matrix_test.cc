@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "blkmq/elevator.h"
-#include "tools/bench_run.h"
+#include "support/bench_run.h"
 
 namespace bench {
 namespace {

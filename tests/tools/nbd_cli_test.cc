@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "tools/cli_process.h"
+#include "support/cli_process.h"
 
 namespace blkmq::test {
 namespace {

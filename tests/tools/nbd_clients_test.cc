@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "nbd/nbd_test_util.h"
+#include "support/nbd_test_util.h"
 #include "nbd/protocol.h"
-#include "tools/cli_process.h"
+#include "support/cli_process.h"
 
 namespace blkmq::test {
 namespace {

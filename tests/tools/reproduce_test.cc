@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench/options.h"
-#include "tools/cli_process.h"
+#include "support/cli_process.h"
 #include "blkmq/device.h"
 #include "reproduce/chart.h"
 #include "reproduce/compare.h"

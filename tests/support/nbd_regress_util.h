@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "blkmq/device.h"
-#include "nbd/nbd_test_util.h"
+#include "support/nbd_test_util.h"
 #include "nbd/server.h"
 
 namespace blkmq::nbd::regress {

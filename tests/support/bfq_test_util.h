@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/stub_driver.h"
+#include "support/stub_driver.h"
 #include "sched/bfq/bfq.h"
 
 namespace blkmq::test {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/stub_driver.h"
+#include "support/stub_driver.h"
 #include "sched/deadline/deadline.h"
 
 namespace blkmq::test {

@@ -8,6 +8,7 @@
 
 namespace blkmq::test {
 
+// BLKMQ_STRESS_SCALE scales durations and counts down under sanitizers.
 inline double stress_scale() {
   const char* s = std::getenv("BLKMQ_STRESS_SCALE");
   double v = s ? std::atof(s) : 1.0;

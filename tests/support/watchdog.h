@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "support/stress.h"
+
 namespace blkmq::test {
 
 class Watchdog {
@@ -40,12 +42,5 @@ class Watchdog {
   bool done_ = false;
   std::thread t_;
 };
-
-// BLKMQ_STRESS_SCALE scales durations and counts down under sanitizers.
-inline double stress_scale() {
-  const char* s = std::getenv("BLKMQ_STRESS_SCALE");
-  double v = s ? std::atof(s) : 1.0;
-  return v > 0 ? v : 1.0;
-}
 
 }  // namespace blkmq::test

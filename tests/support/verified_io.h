@@ -1,0 +1,86 @@
+// Verified I/O for the multi-threaded scenarios: workers that each own a
+// disjoint block range, write patterns and read them back, and count every
+// bio's end, so a scenario can assert that nothing was lost, ended twice,
+// failed or returned the wrong data while it resized, switched or faulted
+// the queue underneath.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "blkmq/blkmq.h"
+
+namespace blkmq::test {
+
+constexpr uint32_t kVerifyBlock = 4096;
+
+// One outstanding I/O of a worker.
+struct VerifiedIo {
+  Bio bio;
+  iovec v;
+  alignas(64) uint8_t buf[kVerifyBlock];
+  std::atomic<int> ends{0};
+  std::atomic<bool> done{true};
+  uint64_t block = 0;
+  bool is_write = false;
+  uint32_t pattern = 0;
+};
+
+// What the workers of one run saw, summed.
+struct IoTotals {
+  std::atomic<uint64_t> submitted{0}, ended{0}, doubles{0}, errors{0}, timeouts{0}, mismatches{0};
+  // The run lost nothing: every bio ended once, none failed (timeouts
+  // apart when `timeouts_ok`), every read returned what was written.
+  void expect_clean(bool timeouts_ok = false) const {
+    EXPECT_EQ(ended.load(), submitted.load());
+    EXPECT_EQ(doubles.load(), 0u);
+    EXPECT_EQ(errors.load(), 0u);
+    EXPECT_EQ(mismatches.load(), 0u);
+    if (!timeouts_ok) {
+      EXPECT_EQ(timeouts.load(), 0u);
+    }
+  }
+};
+
+inline void verified_end_io(Bio* b) {
+  auto* io = static_cast<VerifiedIo*>(b->private_data);
+  io->ends.fetch_add(1);
+  io->done.store(true, std::memory_order_release);
+}
+
+inline void verified_fill(uint8_t* p, uint64_t block, uint32_t pattern) {
+  for (uint32_t i = 0; i < kVerifyBlock; i += 8) {
+    uint64_t v = (block << 32) ^ pattern ^ i;
+    std::memcpy(p + i, &v, 8);
+  }
+}
+
+// Keeps `depth` I/Os going over blocks [id*nblocks, (id+1)*nblocks) of q
+// until `stop`, then waits for its own to end. Half writes, half reads;
+// with `verify`, every read of a written block is compared. One thread.
+void verified_worker(Queue& q, unsigned id, unsigned nblocks, unsigned depth, std::atomic<bool>& stop,
+                     IoTotals& t, bool verify);
+
+// Runs `nthreads` workers on dev's queue for `seconds`, calling `during`
+// every 10 ms from the calling thread meanwhile; returns when every worker
+// has reaped all of its I/O.
+void run_verified_workers(Device& dev, unsigned nthreads, double seconds, IoTotals& t, bool verify,
+                          const std::function<void()>& during = nullptr);
+
+// A null device with these parameters, or nullptr with a test failure.
+std::unique_ptr<Device> make_null_device(ParamMap p);
+
+// Every driver and scheduler tag of every hw queue is free, no request is
+// in flight, and the scheduler holds nothing (waits up to ~1 s for the
+// last completions to be freed, which follows their bios' end).
+void expect_queue_idle(Queue& q, const char* what);
+
+}  // namespace blkmq::test
