@@ -112,6 +112,14 @@ class Queue {
   void quiesce();
   void unquiesce();
 
+  // Starts removal, as del_gendisk marks a disk dead: every bio submitted
+  // from now on ends with ioerr at once, submitters waiting for a freeze
+  // wake and end theirs with ioerr, alloc_request returns nullptr; I/O
+  // already in flight or queued completes normally. Lets a device go away
+  // while other threads still submit to it: they see errors, stop, and
+  // then the queue is destroyed. Irreversible, idempotent; any thread.
+  void mark_dead();
+
   const QueueLimits& limits() const;
   const std::string& name() const;
   TagSet& tag_set() const;

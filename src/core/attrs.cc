@@ -196,6 +196,10 @@ const Attr kAttrs[] = {
 };
 
 // mq/<n>/<name>
+unsigned tags_busy(const Tags* t) {
+  return t->bitmap_tags.bitmap().weight() + t->breserved_tags.bitmap().weight();
+}
+
 Result<std::string> show_mq(const QueueImpl* q, std::string_view rest) {
   size_t slash = rest.find('/');
   if (slash == std::string_view::npos) return Status::invalid("mq: expected mq/<hctx>/<attribute>");
@@ -205,6 +209,11 @@ Result<std::string> show_mq(const QueueImpl* q, std::string_view rest) {
   std::string_view name = rest.substr(slash + 1);
   if (name == "nr_tags") return u(h->tags->nr_tags);
   if (name == "nr_reserved_tags") return u(h->tags->nr_reserved);
+  // debugfs's hctxN/tags and sched_tags "busy=" lines: tags allocated now.
+  // With shared tags (a shared bitmap or a tag set shared by queues) they
+  // count every user of the map, as the kernel's do.
+  if (name == "tags_busy") return u(tags_busy(h->tags));
+  if (name == "sched_tags_busy") return u(h->sched_tags ? tags_busy(h->sched_tags) : 0);
   if (name == "cpu_list") {
     std::string s;
     for (unsigned c : h->cpus) s += (s.empty() ? "" : ", ") + std::to_string(c);
@@ -287,8 +296,8 @@ std::vector<std::string> queue_attr_names(const QueueImpl* q) {
   if (q->elevator_)
     for (const ElvAttr& a : q->elevator_->type->attrs) v.push_back(std::string(kIosched) + a.name);
   for (unsigned i = 0; i < q->nr_hw_queues_; i++)
-    for (const char* n : {"nr_tags", "nr_reserved_tags", "cpu_list", "type", "queued", "run", "busy",
-                          "dispatch_busy", "dispatched", "state"})
+    for (const char* n : {"nr_tags", "nr_reserved_tags", "tags_busy", "sched_tags_busy", "cpu_list", "type",
+                          "queued", "run", "busy", "dispatch_busy", "dispatched", "state"})
       v.push_back("mq/" + std::to_string(i) + "/" + n);
   return v;
 }

@@ -238,6 +238,7 @@ class QueueImpl final : public Queue {
   void freeze_start();
   void freeze_wait();
   void unfreeze_impl();
+  void mark_dead_impl();
 
   SwCtx* ctx(unsigned cpu) { return &ctxs_[cpu]; }
   HwCtxImpl* hctx(unsigned i) const { return hctxs_[i]; }

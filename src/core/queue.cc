@@ -111,6 +111,8 @@ Status QueueImpl::init() {
   if (l.max_sectors == 0 || l.max_sectors > l.max_hw_sectors) l.max_sectors = l.max_hw_sectors;
   if (l.max_segments == 0) return Status::invalid("max_segments must be at least 1");
   if (l.max_segment_size < 4096) l.max_segment_size = 4096;
+  if (l.dma_alignment >= 4096 || (l.dma_alignment & (l.dma_alignment + 1)))
+    return Status::invalid("dma_alignment must be 2^n - 1 below 4096, got " + std::to_string(l.dma_alignment));
   l.poll = set_->cfg().nr_queues[2] > 0;
   tun_.io_timeout_ms.store(set_->cfg().timeout_ms);
   nr_ctx_ = base::possible_cpus();
@@ -186,13 +188,17 @@ void QueueImpl::unfreeze_impl() {
   }
 }
 
+// Under freeze_lock_ so that a submitter between its dying_ check and its
+// futex wait (enter) sees freeze_seq_ move and does not sleep through it.
+void QueueImpl::mark_dead_impl() {
+  std::lock_guard<std::mutex> g(freeze_lock_);
+  dying_.store(true, std::memory_order_seq_cst);
+  freeze_seq_.fetch_add(1);
+  base::futex_wake(&freeze_seq_, 1 << 30);
+}
+
 QueueImpl::~QueueImpl() {
-  {
-    std::lock_guard<std::mutex> g(freeze_lock_);
-    dying_.store(true, std::memory_order_seq_cst);
-    freeze_seq_.fetch_add(1);
-    base::futex_wake(&freeze_seq_, 1 << 30);
-  }
+  mark_dead_impl();
   // Drain: everything submitted ends; queued I/O is dispatched.
   if (quiesce_depth_.load()) {
     quiesce_depth_.store(0);
@@ -234,6 +240,8 @@ void Queue::freeze() {
 }
 
 void Queue::unfreeze() { to_impl(this)->unfreeze_impl(); }
+
+void Queue::mark_dead() { to_impl(this)->mark_dead_impl(); }
 
 void Queue::quiesce() {
   QueueImpl* q = to_impl(this);
