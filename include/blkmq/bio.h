@@ -44,6 +44,9 @@ using BioEndIo = void (*)(Bio* bio);
 // A bio. The submitter owns the memory and keeps it (and its data vector and
 // buffers) alive until end_io runs. A bio may be split by the core; the
 // caller sees one end_io for the original bio.
+// The most data vectors one bio may carry (BIO_MAX_VECS); more end with inval.
+constexpr uint16_t kBioMaxVecs = 256;
+
 struct Bio {
   ReqOp op = ReqOp::read;
   uint32_t flags = 0;

@@ -29,6 +29,12 @@ struct QueueLimits {
   uint32_t max_write_zeroes_sectors = 0;
   bool rotational = false;
   bool poll = false;                   // the tag set has poll queues
+  // Mask every data vector's address and length must clear
+  // (queue/dma_alignment); 2^n - 1, below 4096. The kernel's default is 511
+  // (SECTOR_SIZE - 1); blkmq's is 0, any address, because only a driver that
+  // hands the buffers to a device (uring with direct=1) has a requirement,
+  // and it sets its own. See docs/ARCHITECTURE.md.
+  uint32_t dma_alignment = 0;
 };
 
 struct QueueConfig {

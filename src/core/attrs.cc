@@ -133,6 +133,7 @@ const Attr kAttrs[] = {
     {"queue/fua", [](const QueueImpl* q) { return u(q->limits_.fua); }, nullptr},
     {"queue/discard_max_bytes", [](const QueueImpl* q) { return u(uint64_t(q->limits_.max_discard_sectors) << 9); }, nullptr},
     {"queue/io_poll", [](const QueueImpl* q) { return u(q->limits_.poll); }, nullptr},
+    {"queue/dma_alignment", [](const QueueImpl* q) { return u(q->limits_.dma_alignment); }, nullptr},
     {"queue/io_timeout", [](const QueueImpl* q) { return u(q->tun_.io_timeout_ms.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
        auto n = parse_uint("queue/io_timeout", v, 1, 0x7fffffff);

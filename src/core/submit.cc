@@ -26,6 +26,21 @@ bool writes_to_read_only(const QueueImpl* q, const Bio* bio) {
   return q->tun_.read_only.load(std::memory_order_relaxed);
 }
 
+// What the kernel would not let a bio be built from: no vectors or more
+// than BIO_MAX_VECS, a null buffer, an address or length the device's DMA
+// alignment refuses (blkdev_dio_invalid), lengths that do not add up.
+bool data_vectors_ok(const Bio* bio, uint32_t dma_mask) {
+  if (!bio->vec || !bio->nr_vecs || bio->nr_vecs > kBioMaxVecs) return false;
+  uint64_t total = 0;
+  for (uint16_t i = 0; i < bio->nr_vecs; i++) {
+    const iovec& v = bio->vec[i];
+    if (!v.iov_base && v.iov_len) return false;
+    if ((reinterpret_cast<uintptr_t>(v.iov_base) | v.iov_len) & dma_mask) return false;
+    total += v.iov_len;
+  }
+  return total == bio->size;
+}
+
 // Bad input gets a clear status and touches nothing.
 BlkStatus check_bio(const QueueImpl* q, const Bio* bio) {
   if (writes_to_read_only(q, bio)) return BlkStatus::readonly;
@@ -42,13 +57,9 @@ BlkStatus check_bio(const QueueImpl* q, const Bio* bio) {
       if (!l.max_write_zeroes_sectors) return BlkStatus::notsupp;
       break;
     case ReqOp::read:
-    case ReqOp::write: {
-      if (!bio->vec || !bio->nr_vecs) return BlkStatus::inval;
-      uint64_t total = 0;
-      for (uint16_t i = 0; i < bio->nr_vecs; i++) total += bio->vec[i].iov_len;
-      if (total != bio->size) return BlkStatus::inval;
+    case ReqOp::write:
+      if (!data_vectors_ok(bio, l.dma_alignment)) return BlkStatus::inval;
       break;
-    }
     default:
       return BlkStatus::notsupp;
   }

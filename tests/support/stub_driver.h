@@ -45,6 +45,7 @@ class StubDriver {
     bool rotational = false;
     uint32_t max_sectors = 2560;
     uint16_t max_segments = 128;
+    uint32_t dma_alignment = 0;
     CompleteMode mode = CompleteMode::inline_end;
     std::string scheduler = "none";  // core tests run without a scheduler unless they ask
     bool budgets = false;
@@ -84,6 +85,7 @@ class StubDriver {
     qc.limits.max_hw_sectors = opt_.max_sectors;
     qc.limits.max_sectors = opt_.max_sectors;
     qc.limits.max_segments = opt_.max_segments;
+    qc.limits.dma_alignment = opt_.dma_alignment;
     qc.queuedata = this;
     qc.scheduler = opt_.scheduler;
     auto q = Queue::create(*set_, qc);

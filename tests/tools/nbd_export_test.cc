@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tools/cli_process.h"
+#include "support/cli_process.h"
 
 namespace blkmq::test {
 namespace {
@@ -34,11 +34,11 @@ TEST(NbdExports, EachExportHasItsOwnDeviceAndAliasesShareOne) {
   std::string out;
   ASSERT_EQ(run_cli("--socket " + sock +
                         " --name a --description first --size 64 --alias a-gold=300"
-                        " --export b --size 128 --read-only --run 'nbdinfo --list --json \"$uri\"'",
+                        " --export b --size 128 --read-only --export c --size 32 --attr ro=1 --run 'nbdinfo --list --json \"$uri\"'",
                     &out),
             0);
   const auto j = json_in(out);
-  ASSERT_EQ(j["exports"].size(), 3u) << out;
+  ASSERT_EQ(j["exports"].size(), 4u) << out;
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& e : j["exports"]) by_name[e["export-name"]] = e;
   EXPECT_EQ(by_name["a"]["export-size"], 64 << 20);
@@ -47,6 +47,7 @@ TEST(NbdExports, EachExportHasItsOwnDeviceAndAliasesShareOne) {
   EXPECT_EQ(by_name["b"]["export-size"], 128 << 20);
   EXPECT_EQ(by_name["b"]["is_read_only"], true);
   EXPECT_EQ(by_name["a"]["is_read_only"], false);
+  EXPECT_EQ(by_name["c"]["is_read_only"], true) << "a read-only device is exported read-only";
 }
 
 TEST(NbdExports, BadExportOptionsAreRefused) {

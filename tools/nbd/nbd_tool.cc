@@ -179,7 +179,10 @@ ExportDef export_of(const ExportOpts& o, blkmq::Device& dev) {
   // one makes every connection's completed writes durable, so multi-conn holds.
   e.tx_flags = blkmq::nbd::kTxSendFlush | blkmq::nbd::kTxSendFua | blkmq::nbd::kTxCanMultiConn |
                blkmq::nbd::kTxSendCache;
-  if (o.read_only) e.tx_flags |= blkmq::nbd::kTxReadOnly;
+  // A device set read-only (`--attr ro=1`) is exported read-only too, so a
+  // client learns it at the handshake rather than from its first write's EPERM.
+  auto ro = dev.queue().attr("ro");
+  if (o.read_only || (ro && *ro == "1")) e.tx_flags |= blkmq::nbd::kTxReadOnly;
   if (l.max_discard_sectors) e.tx_flags |= blkmq::nbd::kTxSendTrim;
   // FAST_ZERO is offered with every WRITE_ZEROES: where the device cannot
   // zero cheaply the server answers it ENOTSUP at once, which is what a

@@ -154,6 +154,7 @@ class UringDevice final : public Device {
   unsigned index_ = 0;
   bool dev_write_cache_ = true;
   bool rotational_ = false;
+  uint32_t dma_mask_ = 0;  // O_DIRECT memory alignment - 1 (direct=1 only)
   dev_t rdev_ = 0;
   Features features_;
   std::unique_ptr<TagSet> tag_set_;

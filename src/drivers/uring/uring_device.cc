@@ -142,16 +142,23 @@ Status UringDevice::open_file() {
 
 Status UringDevice::check_direct_alignment() {
   if (!params_.direct) return Status::ok();
-  unsigned need = 0;
+  unsigned need = 0, mem_align = 512;
   if (features_.block_device) {
     int lss = 0;
     if (ioctl(fd_, BLKSSZGET, &lss) == 0 && lss > 0) need = static_cast<unsigned>(lss);
+    const std::string dma = blockdev_attr(rdev_, "dma_alignment");  // a mask
+    if (!dma.empty()) mem_align = static_cast<unsigned>(std::strtoul(dma.c_str(), nullptr, 10)) + 1;
   } else {
     struct statx stx {};
     if (statx(fd_, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 && (stx.stx_mask & STATX_DIOALIGN)) {
       need = stx.stx_dio_offset_align;
+      if (stx.stx_dio_mem_align) mem_align = stx.stx_dio_mem_align;
     }
   }
+  // The buffers go to the device as they are: what O_DIRECT needs of their
+  // addresses becomes the queue's dma_alignment, so a misaligned bio ends
+  // with inval at submission instead of EINVAL from the kernel later.
+  if (mem_align && !(mem_align & (mem_align - 1)) && mem_align <= 4096) dma_mask_ = mem_align - 1;
   if (need > params_.bs) {
     return Status::invalid("uring: bs=" + std::to_string(params_.bs) + " is below the O_DIRECT alignment of '" +
                            params_.filename + "' (" + std::to_string(need) + " bytes); use bs=" +
@@ -213,6 +220,7 @@ QueueConfig UringDevice::queue_config() {
   lim.max_discard_sectors = features_.punch_hole ? zmax : 0;
   lim.max_write_zeroes_sectors = features_.zero_range ? zmax : 0;
   lim.rotational = rotational_;
+  lim.dma_alignment = dma_mask_;
   lim.poll = params_.poll_queues > 0;
   cfg.queuedata = this;
   return cfg;
