@@ -2,6 +2,9 @@
 // statistics and lifecycle (request_queue + gendisk analogue).
 #pragma once
 
+#include <time.h>
+
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,12 +40,18 @@ struct QueueLimits {
   uint32_t dma_alignment = 0;
 };
 
+// A queue's clock: monotonic nanoseconds. See Queue::now_ns.
+using QueueClockFn = uint64_t (*)();
+
 struct QueueConfig {
   std::string name = "blkmq0";         // the "device" name in reports
   QueueLimits limits;
   void* queuedata = nullptr;           // driver cookie, see queue_data()
   // Scheduler at creation: "" = the kernel's default rule. Validated.
   std::string scheduler;
+  // The queue's clock from its first moment (the scheduler's init reads
+  // it); nullptr = CLOCK_MONOTONIC. For tests that step time.
+  QueueClockFn clock = nullptr;
 };
 
 // Kernel /sys/block/<dev>/stat fields, in order.
@@ -118,6 +127,30 @@ class Queue {
   void quiesce();
   void unquiesce();
 
+  // The queue's clock, in ns. Everything of this queue that keeps time
+  // reads it: request deadlines and the timeout scan, accounting (ticks,
+  // io_ticks), the schedulers' decisions (mq-deadline's FIFO and aging,
+  // bfq's budgets, idling and raising, kyber's latency windows). Default
+  // CLOCK_MONOTONIC, one load and a vDSO read; any context.
+  uint64_t now_ns() const {
+    if (QueueClockFn f = clock_.load(std::memory_order_relaxed)) return f();
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  }
+  // Whether now_ns() is the real clock. Real timers (the timeout timer,
+  // bfq's idle timer) fire on real time; with a fake clock a test steps
+  // time and then runs their handlers itself (run_timeout_work).
+  bool clock_is_real() const { return clock_.load(std::memory_order_relaxed) == nullptr; }
+  // Replaces the clock (nullptr: CLOCK_MONOTONIC). Set it while the queue
+  // does no I/O, or times taken before and after mix.
+  void set_clock(QueueClockFn fn) { clock_.store(fn, std::memory_order_relaxed); }
+  // Runs the timeout scan (blk_mq_timeout_work) now, by now_ns(): requests
+  // whose deadline has passed go to the driver's timeout handler. What the
+  // timeout timer does when it fires; tests with a fake clock call it after
+  // stepping time. Task context.
+  void run_timeout_work();
+
   // Starts removal, as del_gendisk marks a disk dead: every bio submitted
   // from now on ends with ioerr at once, submitters waiting for a freeze
   // wake and end theirs with ioerr, alloc_request returns nullptr; I/O
@@ -135,6 +168,7 @@ class Queue {
 
  protected:
   Queue() = default;
+  std::atomic<QueueClockFn> clock_{nullptr};
 };
 
 }  // namespace blkmq

@@ -12,6 +12,8 @@ namespace {
 // written at most once per tick, and only then are requests counted.
 constexpr unsigned kTickShift = 22;
 
+}  // namespace
+
 void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool end) {
   const uint64_t now = now_ns >> kTickShift;
   uint64_t stamp = q->stamp_ns_.load(std::memory_order_relaxed);
@@ -24,6 +26,8 @@ void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool end) {
   }
   if (busy) q->io_ticks_ns_.fetch_add((now - stamp) << kTickShift, std::memory_order_relaxed);
 }
+
+namespace {
 
 void account_io_done(Request* rq, uint64_t now) {
   QueueImpl* q = to_impl(rq->q);
@@ -69,7 +73,7 @@ void account_io_start(Request* rq) {
   QueueImpl* q = to_impl(rq->q);
   if (!q->tun_.iostats.load(std::memory_order_relaxed)) return;
   rq->rq_flags |= kRqfIoStat;
-  rq->start_time_ns = blk_time_get_ns();
+  rq->start_time_ns = blk_time_get_ns(q);
   rq->acct.store(rq->is_write() ? 2 : 1, std::memory_order_relaxed);
   update_io_ticks(q, rq->start_time_ns, false);
 }
@@ -77,7 +81,7 @@ void account_io_start(Request* rq) {
 void start_request(Request* rq) {
   HwCtxImpl* h = to_impl(rq->mq_hctx);
   QueueImpl* q = h->q;
-  if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = precise_now_ns();
+  if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = q->now_ns();
   set_deadline(rq);
   const uint64_t expiry = timer_expiry(rq);
   if (rq->tag >= 0) h->tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_relaxed);
@@ -125,13 +129,13 @@ bool update_request(Request* rq, BlkStatus st, uint32_t bytes) {
 
 void end_request_internal(Request* rq, BlkStatus st) {
   uint64_t now = 0;
+  QueueImpl* q = to_impl(rq->q);
   if (rq->rq_flags & kRqfIoStat) {
-    now = blk_time_get_ns();
+    now = blk_time_get_ns(q);
     account_io_done(rq, now);
   }
-  QueueImpl* q = to_impl(rq->q);
   if ((rq->rq_flags & kRqfUseSched) && q->elevator_ && q->elevator_->type->ops.completed_request)
-    q->elevator_->type->ops.completed_request(rq, now ? now : precise_now_ns());
+    q->elevator_->type->ops.completed_request(rq, now ? now : q->now_ns());
   if (rq->end_io) {
     if (rq->rq_flags & kRqfUseSched) {
       if (q->elevator_ && q->elevator_->type->ops.finish_request) q->elevator_->type->ops.finish_request(rq);
@@ -208,7 +212,7 @@ void end_request_batch(IoCompBatch* iob) {
     rq->state.store(RqState::complete, std::memory_order_relaxed);
     while (update_request(rq, rq->status, rq->data_len)) {
     }
-    if (rq->rq_flags & kRqfIoStat) account_io_done(rq, blk_time_get_ns());
+    if (rq->rq_flags & kRqfIoStat) account_io_done(rq, blk_time_get_ns(to_impl(rq->q)));
     rq->state.store(RqState::idle, std::memory_order_relaxed);
     if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;  // a tag iterator holds it
     HwCtxImpl* h = to_impl(rq->mq_hctx);

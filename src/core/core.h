@@ -321,6 +321,9 @@ void tag_busy(HwCtxImpl* hctx);
 void tag_idle(HwCtxImpl* hctx);
 // Requests of q being accounted, by direction (the kernel walks tags too).
 void count_inflight(const QueueImpl* q, uint64_t out[2]);
+// Adds the time since the last stamp to io_ticks if the queue was busy
+// (`busy`: the caller knows it was, e.g. a request just ended).
+void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool busy);
 bool rq_pin(Request* rq);
 void rq_unpin(Request* rq);
 HctxType hctx_type_for(ReqOp op, uint32_t cmd_flags);

@@ -34,7 +34,8 @@ void flush_plug_list(PlugState* p, bool from_schedule) {
 
 PlugState* current_plug_state() { return tls_plug; }
 
-uint64_t blk_time_get_ns() {
+uint64_t blk_time_get_ns(const QueueImpl* q) {
+  if (!q->clock_is_real()) return q->now_ns();
   PlugState* p = tls_plug;
   if (!p) return precise_now_ns();
   if (!p->cur_ktime) p->cur_ktime = precise_now_ns();

@@ -7,6 +7,7 @@
 #include "base/percpu.h"
 #include "blkmq/plug.h"
 #include "core/core.h"
+#include "core/time.h"
 
 namespace blkmq {
 namespace {
@@ -23,7 +24,9 @@ HctxType type_of_index(const TagSetImpl* set, unsigned idx) {
 }  // namespace
 
 QueueImpl::QueueImpl(TagSetImpl* set, const QueueConfig& cfg)
-    : set_(set), cfg_(cfg), limits_(cfg.limits), ops_(set->cfg().ops) {}
+    : set_(set), cfg_(cfg), limits_(cfg.limits), ops_(set->cfg().ops) {
+  clock_.store(cfg.clock, std::memory_order_relaxed);
+}
 
 Status QueueImpl::init_hctxs(unsigned nr_hw) {
   std::vector<std::unique_ptr<HwCtxImpl>> fresh;
@@ -291,6 +294,10 @@ DiskStat Queue::disk_stat() const {
   uint64_t in[2];
   count_inflight(q, in);
   d.in_flight = in[0] + in[1];
+  // As part_stat_show: a reader sees the busy time up to now, not just up
+  // to the last start or end, so a long request shows as busy (iostat's
+  // %util) while it is still in flight.
+  if (d.in_flight) update_io_ticks(const_cast<QueueImpl*>(q), blk_time_get_ns(q), true);
   d.io_ticks_ms = q->io_ticks_ns_.load(std::memory_order_relaxed) / ms;
   d.time_in_queue_ms = (nsecs[0] + nsecs[1] + nsecs[2] + nsecs[3]) / ms;
   return d;

@@ -22,7 +22,10 @@ inline uint64_t precise_now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Precise time, cached in the calling thread's plug if it has one.
-uint64_t blk_time_get_ns();
+class QueueImpl;
+
+// Precise time by q's clock; the real clock is cached in the calling
+// thread's plug if it has one (a fake one is read every time).
+uint64_t blk_time_get_ns(const QueueImpl* q);
 
 }  // namespace blkmq

@@ -10,7 +10,7 @@ namespace blkmq {
 
 void register_builtin_elevators() {
   register_mq_deadline();
-  kyber::register_kyber();
+  register_kyber();
   register_bfq();
 }
 

@@ -65,34 +65,59 @@ TEST(Dispatch, ErrorStatusFromQueueRqEndsTheBio) {
   EXPECT_EQ(q.value()->write_sync(b.data(), 0, 4096), BlkStatus::ioerr);
 }
 
-TEST(Timeout, ExpiredRequestsGoToTheDriversHandler) {
+// The queue's clock, stepped by the timeout tests instead of sleeping.
+std::atomic<uint64_t> g_timeout_now{1000ull * 1000 * 1000 * 1000};
+uint64_t timeout_now() { return g_timeout_now.load(); }
+void step_ms(uint64_t ms) { g_timeout_now.fetch_add(ms * 1000 * 1000); }
+
+StubDriver::Options fake_clock_never_completing() {
   StubDriver::Options o;
   o.mode = CompleteMode::never;
-  StubDriver d(o);
+  o.clock = &timeout_now;
+  return o;
+}
+
+// A request times out exactly when its deadline passes by the queue's
+// clock: not a millisecond before, and once it has, the scan ends it.
+TEST(Timeout, ExpiredRequestsGoToTheDriversHandler) {
+  StubDriver d(fake_clock_never_completing());
   ASSERT_TRUE(d.q().set_attr("queue/io_timeout", "100"));
   BioTracker t;
   Slots s;
   submit_n(d, t, s, 3, ReqOp::read);
+  step_ms(99);
+  d.q().run_timeout_work();
+  EXPECT_EQ(d.timeouts.load(), 0) << "timed out before the deadline";
+  step_ms(1);
+  d.q().run_timeout_work();
   ASSERT_TRUE(t.wait_for(3, 5000));
   for (auto& x : s) EXPECT_EQ(x->status, BlkStatus::timeout);
   EXPECT_EQ(d.timeouts.load(), 3);
   EXPECT_EQ(t.doubles.load(), 0);
 }
 
+// reset_timer starts a fresh timeout period from the handler's time.
 TEST(Timeout, ResetTimerKeepsWaiting) {
-  StubDriver::Options o;
-  o.mode = CompleteMode::never;
-  StubDriver d(o);
+  StubDriver d(fake_clock_never_completing());
   d.timeout_completes = false;
   ASSERT_TRUE(d.q().set_attr("queue/io_timeout", "50"));
   BioTracker t;
   Slots s;
   submit_n(d, t, s, 1, ReqOp::read);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_GE(d.timeouts.load(), 2);
+  for (int period = 1; period <= 3; period++) {
+    step_ms(49);
+    d.q().run_timeout_work();
+    EXPECT_EQ(d.timeouts.load(), period - 1);
+    step_ms(1);
+    d.q().run_timeout_work();
+    EXPECT_EQ(d.timeouts.load(), period);
+  }
   EXPECT_EQ(t.ended.load(), 0);
   d.timeout_completes = true;
+  step_ms(50);
+  d.q().run_timeout_work();
   ASSERT_TRUE(t.wait_for(1, 5000));
+  EXPECT_EQ(s[0]->status, BlkStatus::timeout);
 }
 
 // update_nr_hw_queues stops the timeout timer while it replaces the hctxs;

@@ -163,7 +163,6 @@ uint64_t writer_merges(const char* mode) {
 }
 
 TEST(DeadlineSplitLists, ManySequentialWritersMergeAsMuchAsLocked) {
-  deadline_set_clock(nullptr);
   uint64_t locked = 0, split = 0;
   for (int round = 0; round < 2; round++) {  // timing noise: best of two
     locked = std::max(locked, writer_merges("locked"));

@@ -61,9 +61,9 @@ class BfqSim {
  public:
   explicit BfqSim(BfqInsert mode = BfqInsert::locked, unsigned depth = 256, bool rotational = false) {
     g_bfq_now.store(1000ull * 1000 * kBfqMs);
-    bfq_set_clock(&bfq_fake_now);
     StubDriver::Options o;
     o.scheduler = "bfq";
+    o.clock = &bfq_fake_now;  // the queue's clock: the core's and bfq's time
     o.mode = CompleteMode::never;
     o.depth = depth;
     o.max_sectors = 1024;
@@ -78,7 +78,6 @@ class BfqSim {
   ~BfqSim() {
     drain();
     d_.reset();
-    bfq_set_clock(nullptr);
   }
 
   Queue& q() { return d_->q(); }

@@ -35,12 +35,10 @@ class DeadlineTest : public ::testing::TestWithParam<InsertMode> {
  protected:
   void SetUp() override {
     g_fake_now.store(1000 * 1000 * kMsNs);  // far from zero: aging subtracts
-    deadline_set_clock(&fake_now);
   }
   void TearDown() override {
     if (d_) drain();
     d_.reset();
-    deadline_set_clock(nullptr);
   }
 
   // A stopped queue on mq-deadline; with one_at_a_time only one request is
@@ -49,6 +47,7 @@ class DeadlineTest : public ::testing::TestWithParam<InsertMode> {
   StubDriver& make(bool one_at_a_time = false, unsigned depth = 64) {
     StubDriver::Options o;
     o.scheduler = "mq-deadline";
+    o.clock = &fake_now;  // the queue's clock: the core's and mq-deadline's time
     o.mode = CompleteMode::never;
     o.depth = depth;
     o.budgets = one_at_a_time;

@@ -3,6 +3,8 @@
 // busy statuses on demand.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +49,13 @@ class StubDriver {
     uint32_t max_sectors = 2560;
     uint16_t max_segments = 128;
     uint32_t dma_alignment = 0;
+    uint32_t max_discard_sectors = 0;       // 0: no discard
+    uint32_t max_write_zeroes_sectors = 0;  // 0: no zeroing
+    bool backing = true;  // keep the data (false: a device of any size that stores nothing)
+    // > 0: queue_rq sleeps this long (a driver of a kTagSetBlocking set may)
+    // and records the thread it ran on, see queue_rq_threads().
+    unsigned queue_rq_sleep_us = 0;
+    QueueClockFn clock = nullptr;  // the queue's clock (QueueConfig::clock)
     CompleteMode mode = CompleteMode::inline_end;
     std::string scheduler = "none";  // core tests run without a scheduler unless they ask
     bool budgets = false;
@@ -53,7 +63,8 @@ class StubDriver {
   };
 
   explicit StubDriver(Options o)
-      : opt_(std::move(o)), mem_(static_cast<uint8_t*>(std::calloc(opt_.capacity, 1)), &std::free) {
+      : opt_(std::move(o)),
+        mem_(static_cast<uint8_t*>(opt_.backing ? std::calloc(opt_.capacity, 1) : nullptr), &std::free) {
     ops_.queue_rq = &StubDriver::queue_rq;
     ops_.complete = &StubDriver::complete;
     ops_.timeout = &StubDriver::timeout;
@@ -86,8 +97,11 @@ class StubDriver {
     qc.limits.max_sectors = opt_.max_sectors;
     qc.limits.max_segments = opt_.max_segments;
     qc.limits.dma_alignment = opt_.dma_alignment;
+    qc.limits.max_discard_sectors = opt_.max_discard_sectors;
+    qc.limits.max_write_zeroes_sectors = opt_.max_write_zeroes_sectors;
     qc.queuedata = this;
     qc.scheduler = opt_.scheduler;
+    qc.clock = opt_.clock;
     auto q = Queue::create(*set_, qc);
     if (!q) throw std::runtime_error(q.status().message());
     return std::move(q.value());
@@ -140,6 +154,12 @@ class StubDriver {
   std::atomic<int> timeouts{0};
   std::atomic<bool> timeout_completes{true};
   std::atomic<int> budget_used{0};
+  std::atomic<int> queue_rq_in_interrupt{0};  // calls made in hardirq or softirq context
+  // Names of the threads queue_rq ran on (with queue_rq_sleep_us only).
+  std::set<std::string> queue_rq_threads() {
+    std::lock_guard<std::mutex> g(mu_);
+    return queue_rq_threads_;
+  }
   std::function<void(Request*)> on_complete;  // called in ops.complete
   uint8_t* mem() { return mem_.get(); }
 
@@ -149,6 +169,8 @@ class StubDriver {
   static BlkStatus queue_rq(HwCtx* hctx, const QueueData& bd) {
     Request* rq = bd.rq;
     StubDriver* d = of(rq->q);
+    if (in_interrupt()) d->queue_rq_in_interrupt.fetch_add(1);
+    if (d->opt_.queue_rq_sleep_us) d->sleep_in_queue_rq();
     if (d->busy_next.load() > 0 && d->busy_next.fetch_sub(1) > 0) return BlkStatus::resource;
     // dev_resource promises that a completion will rerun the queue: only
     // with something in flight (the driver contract, as in the kernel).
@@ -198,8 +220,18 @@ class StubDriver {
     return BlkStatus::ok;
   }
 
+  void sleep_in_queue_rq() {
+    char name[32] = {};
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      queue_rq_threads_.insert(name);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(opt_.queue_rq_sleep_us));
+  }
+
   void transfer(Request* rq) {
-    if (!op_has_data(rq->op)) return;
+    if (!op_has_data(rq->op) || !mem_) return;
     uint64_t pos = rq->sector << 9;
     rq_for_each_segment(rq, [&](void* base, size_t len, uint64_t off) {
       if (pos + off + len > opt_.capacity) return;
@@ -273,6 +305,7 @@ class StubDriver {
   static void put_budget(Queue* q, int) { of(q)->budget_used.fetch_sub(1); }
 
   void irq_loop() {
+    pthread_setname_np(pthread_self(), "stub-irq");
     for (;;) {
       std::vector<Request*> batch;
       {
@@ -284,6 +317,9 @@ class StubDriver {
       }
       HardirqScope irq;
       for (Request* rq : batch) complete_request(rq, BlkStatus::ok);
+      // As a driver that restarts its queues once it has freed resources:
+      // from this (hardirq) context the core must defer the run.
+      if (opt_.queue_rq_sleep_us) run_hw_queues(q_.get(), false);
     }
   }
 
@@ -298,6 +334,7 @@ class StubDriver {
   std::deque<Request*> irq_q_;
   std::deque<Request*> held_;
   std::deque<Request*> poll_list_;
+  std::set<std::string> queue_rq_threads_;
   std::thread irq_;
   bool stop_ = false;
 };

@@ -33,13 +33,16 @@ void reap(VerifiedIo& io, WorkerState& w, IoTotals& t, bool verify) {
   io.ends.store(0);
 }
 
-void prepare(VerifiedIo& io, uint64_t lba_block, bool write, uint32_t pattern) {
+constexpr uint32_t kWriteFlagCycle[4] = {0, kBioFua, kBioPreflush, kBioPreflush | kBioFua};
+
+void prepare(VerifiedIo& io, uint64_t lba_block, bool write, uint32_t pattern, uint32_t flags) {
   io.is_write = write;
   io.pattern = pattern;
   if (write) verified_fill(io.buf, lba_block, pattern);
   io.v = iovec{io.buf, kVerifyBlock};
   io.bio = Bio{};
   io.bio.op = write ? ReqOp::write : ReqOp::read;
+  io.bio.flags = write ? flags : 0;
   io.bio.sector = lba_block * (kVerifyBlock >> 9);
   io.bio.size = kVerifyBlock;
   io.bio.vec = &io.v;
@@ -52,8 +55,9 @@ void prepare(VerifiedIo& io, uint64_t lba_block, bool write, uint32_t pattern) {
 }  // namespace
 
 void verified_worker(Queue& q, unsigned id, unsigned nblocks, unsigned depth, std::atomic<bool>& stop,
-                     IoTotals& t, bool verify) {
+                     IoTotals& t, bool verify, bool flushes) {
   std::vector<VerifiedIo> ios(depth);
+  uint64_t n = 0;
   WorkerState w{std::vector<uint32_t>(nblocks, 0), std::vector<uint8_t>(nblocks, 0), uint64_t(id) * nblocks};
   std::mt19937_64 rng(id * 7919 + 1);
   while (!stop.load(std::memory_order_relaxed)) {
@@ -65,7 +69,11 @@ void verified_worker(Queue& q, unsigned id, unsigned nblocks, unsigned depth, st
       w.busy[blk] = 1;
       io.block = blk;
       const bool write = rng() % 2;
-      prepare(io, w.base + blk, write, static_cast<uint32_t>(rng() | 1));
+      if (flushes && ++n % 32 == 0) {
+        t.flushes++;
+        if (q.flush_sync() != BlkStatus::ok) t.flush_errors++;
+      }
+      prepare(io, w.base + blk, write, static_cast<uint32_t>(rng() | 1), flushes ? kWriteFlagCycle[n % 4] : 0);
       t.submitted++;
       q.submit_bio(&io.bio);
     }
@@ -121,13 +129,14 @@ uint64_t held(Queue& q, std::string* why) {
       n++;
     }
   }
-  ElevatorQueue* eq = qi->elevator_;
-  if (eq && eq->type->name == "kyber")
+  if (qi->elevator_ && qi->elevator_->type->name == "kyber") {
+    const KyberStats k = kyber_stats(&q);
     for (unsigned d = 0; d < kyber::kNrDomains; d++)
-      if (unsigned k = kyber::domain_tokens_in_use(eq, static_cast<kyber::Domain>(d))) {
-        *why += " kyber tokens of domain " + std::to_string(d) + "=" + std::to_string(k);
-        n += k;
+      if (k.tokens_in_use[d]) {
+        *why += " kyber tokens of domain " + std::to_string(d) + "=" + std::to_string(k.tokens_in_use[d]);
+        n += k.tokens_in_use[d];
       }
+  }
   return n;
 }
 

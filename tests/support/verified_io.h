@@ -37,6 +37,7 @@ struct VerifiedIo {
 // What the workers of one run saw, summed.
 struct IoTotals {
   std::atomic<uint64_t> submitted{0}, ended{0}, doubles{0}, errors{0}, timeouts{0}, mismatches{0};
+  std::atomic<uint64_t> flushes{0}, flush_errors{0};
   // The run lost nothing: every bio ended once, none failed (timeouts
   // apart when `timeouts_ok`), every read returned what was written.
   void expect_clean(bool timeouts_ok = false) const {
@@ -44,6 +45,7 @@ struct IoTotals {
     EXPECT_EQ(doubles.load(), 0u);
     EXPECT_EQ(errors.load(), 0u);
     EXPECT_EQ(mismatches.load(), 0u);
+    EXPECT_EQ(flush_errors.load(), 0u);
     if (!timeouts_ok) {
       EXPECT_EQ(timeouts.load(), 0u);
     }
@@ -65,9 +67,12 @@ inline void verified_fill(uint8_t* p, uint64_t block, uint32_t pattern) {
 
 // Keeps `depth` I/Os going over blocks [id*nblocks, (id+1)*nblocks) of q
 // until `stop`, then waits for its own to end. Half writes, half reads;
-// with `verify`, every read of a written block is compared. One thread.
+// with `verify`, every read of a written block is compared. With
+// `flushes`, writes cycle through plain, FUA, preflush and preflush+FUA,
+// and every 32nd I/O slot first issues an empty flush (counted in
+// t.flushes). One thread.
 void verified_worker(Queue& q, unsigned id, unsigned nblocks, unsigned depth, std::atomic<bool>& stop,
-                     IoTotals& t, bool verify);
+                     IoTotals& t, bool verify, bool flushes = false);
 
 // Runs `nthreads` workers on dev's queue for `seconds`, calling `during`
 // every 10 ms from the calling thread meanwhile; returns when every worker

@@ -19,16 +19,14 @@ namespace blkmq {
 // Registers "bfq". Called from register_builtin_elevators().
 void register_bfq();
 
-// The time source of every bfq decision (FIFO expiry, budget timeouts, idle
-// timer, think time, weight raising), in ns. Process wide; nullptr restores
-// CLOCK_MONOTONIC. Set while no bfq queue does I/O. With a fake clock the
-// real idle timer still fires, but only acts once the fake time has reached
-// the idle deadline; tests call bfq_run_idle_timer() after stepping time.
-using BfqClockFn = uint64_t (*)();
-void bfq_set_clock(BfqClockFn fn);
-
+// Every bfq decision (FIFO expiry, budget timeouts, idle timer, think
+// time, weight raising) reads its queue's clock (Queue::now_ns). With a
+// fake clock (QueueConfig::clock) the real idle timer still fires but acts
+// only once the fake time has reached the idle deadline; tests call
+// bfq_run_idle_timer() after stepping time.
+//
 // Runs the idle-timer handler now if the idle timer is armed and its
-// deadline has passed by the bfq clock. Returns true if it acted.
+// deadline has passed by the queue's clock. Returns true if it acted.
 bool bfq_run_idle_timer(Queue* q);
 
 // Why an in-service queue stopped being served (bfqq_expiration).

@@ -17,8 +17,10 @@
 #include "base/lockstat.h"
 #include "base/timer.h"
 #include "blkmq/elevator.h"
+#include "blkmq/queue.h"
 #include "blkmq/rbtree.h"
 #include "sched/insert_lists.h"
+#include "sched/sort_tree.h"
 #include "blkmq/ioctx.h"
 #include "sched/bfq/bfq.h"
 
@@ -71,37 +73,6 @@ struct BfqQueue;
 
 // Where a request is inside the scheduler (rq->elv_priv[2]).
 enum RqWhere : uintptr_t { kNowhere = 0, kSorted = 1, kOnDispatch = 2, kInDriver = 3 };
-
-// A queue's requests in sector order: intrusive, through Request::rb_node
-// (no allocation per request), keyed by the start sector at insertion
-// (elv_priv[1], because a front merge moves rq->sector before it is
-// re-sorted); equal sectors keep arrival order.
-class SortTree {
- public:
-  bool empty() const { return t_.empty(); }
-  void insert(Request* rq) {
-    rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
-    t_.insert_ordered(&rq->rb_node, [](RbNode* a, RbNode* b) { return key(of(a)) < key(of(b)); });
-  }
-  void erase(Request* rq) { t_.erase(&rq->rb_node); }
-  Request* first() const { return of(t_.first()); }
-  // The first request keyed at or after `sector`, or null.
-  Request* lower_bound(uint64_t sector) const {
-    return of(t_.lower_bound([sector](RbNode* n) { return key(of(n)) < sector; }));
-  }
-  // The last request keyed before `sector`, or null.
-  Request* before(uint64_t sector) const {
-    Request* at = lower_bound(sector);
-    return at ? of(RbTree::prev(&at->rb_node)) : of(t_.last());
-  }
-  static Request* next(Request* rq) { return of(RbTree::next(&rq->rb_node)); }
-  static Request* prev(Request* rq) { return of(RbTree::prev(&rq->rb_node)); }
-
- private:
-  static Request* of(RbNode* n) { return rb_entry<Request>(n, offsetof(Request, rb_node)); }
-  static uint64_t key(const Request* rq) { return reinterpret_cast<uintptr_t>(rq->elv_priv[1]); }
-  RbTree t_;
-};
 
 // Service-tree order: finish time, then creation order to keep keys unique.
 struct ByFinish {
@@ -316,12 +287,11 @@ inline base::StatSpinLock* bfq_lock_of(ElevatorQueue* eq) { return &bfqd_of(eq)-
 inline base::StatSpinLock* bfq_ins_lock_of(ElevatorQueue* eq) { return &bfqd_of(eq)->ins.lock(); }
 inline BfqData* bfqd_of(Queue* q) { return bfqd_of(queue_elevator(q)); }
 inline BfqQueue* rq_bfqq(const Request* rq) { return static_cast<BfqQueue*>(rq->elv_priv[0]); }
-inline RqWhere where_of(const Request* rq) {
-  return static_cast<RqWhere>(reinterpret_cast<uintptr_t>(rq->elv_priv[2]));
-}
-inline void set_where(Request* rq, RqWhere w) { rq->elv_priv[2] = reinterpret_cast<void*>(static_cast<uintptr_t>(w)); }
+inline RqWhere where_of(const Request* rq) { return rq_where<RqWhere>(rq); }
+inline void set_where(Request* rq, RqWhere w) { set_rq_where(rq, w); }
 
-uint64_t now_ns();
+// bfq's time: its queue's clock (Queue::now_ns).
+inline uint64_t now_ns(const BfqData* bfqd) { return bfqd->q->now_ns(); }
 
 // ---- B-WF2Q+ (bfq_wf2q.cc) ----
 // Queue becomes busy: start from the idle tree or at V, finish from the

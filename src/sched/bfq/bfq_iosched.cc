@@ -18,7 +18,6 @@ namespace blkmq {
 namespace bfq {
 namespace {
 
-std::atomic<BfqClockFn> g_clock{nullptr};
 
 Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
 unsigned sync_idx(const Request* rq) { return rq_is_sync(rq) ? 1 : 0; }
@@ -293,7 +292,7 @@ void drain_pending_locked(BfqData* bfqd, uint64_t now, ListNode* free) {
 void bfq_insert_requests(HwCtx* hctx, ListNode* list, uint32_t flags) {
   BfqData* bfqd = bfqd_of(hctx->queue);
   const bool at_head = flags & kInsertAtHead;
-  const uint64_t now = now_ns();
+  const uint64_t now = now_ns(bfqd);
   if (!bfqd->ins.lock_or_park(bfqd->lock, list, at_head, now)) return;
   ListNode free;
   drain_pending_locked(bfqd, now, &free);
@@ -308,7 +307,7 @@ void bfq_insert_requests(HwCtx* hctx, ListNode* list, uint32_t flags) {
 
 Request* bfq_dispatch_request(HwCtx* hctx) {
   BfqData* bfqd = bfqd_of(hctx->queue);
-  const uint64_t now = now_ns();
+  const uint64_t now = now_ns(bfqd);
   ListNode free;
   bfqd->lock.lock();
   drain_pending_locked(bfqd, now, &free);
@@ -330,7 +329,7 @@ bool bfq_bio_merge(Queue* q, Bio* bio, unsigned nr_segs) {
   ListNode free;
   Request* absorbed = nullptr;
   bfqd->lock.lock();
-  drain_pending_locked(bfqd, now_ns(), &free);
+  drain_pending_locked(bfqd, now_ns(bfqd), &free);
   const bool merged = sched_try_merge(q, bio, nr_segs, &absorbed);
   bfqd->lock.unlock();
   if (absorbed) free.push_back(&absorbed->queuelist);
@@ -375,7 +374,7 @@ void bfq_requests_merged(Queue* q, Request* rq, Request* next) {
     next->queuelist.push_front(&rq->queuelist);
     rq->fifo_time = next->fifo_time;
   }
-  remove_request(bfqd, next, now_ns());
+  remove_request(bfqd, next, now_ns(bfqd));
 }
 
 Request* neighbour(Request* rq, bool after) {
@@ -426,7 +425,7 @@ void bfq_finish_request(Request* rq) {
   BfqQueue* q = rq_bfqq(rq);
   if (w != kInDriver && !q) return;
   BfqData* bfqd = bfqd_of(rq->q);
-  const uint64_t now = now_ns();
+  const uint64_t now = now_ns(bfqd);
   bfqd->lock.lock();
   const bool kick = w == kInDriver && completed_locked(bfqd, rq, q, now);
   set_where(rq, kNowhere);
@@ -498,13 +497,13 @@ void bfq_exit_sched(ElevatorQueue* eq) {
 // acted.
 bool idle_timer_work(BfqData* bfqd) {
   bfqd->lock.lock();
-  const uint64_t now = now_ns();
+  const uint64_t now = now_ns(bfqd);
   if (!bfqd->idle_deadline || now < bfqd->idle_deadline) {
     // The timer thread may run us a little before our clock reaches the
     // deadline: wait for the rest, or the queue would stay plugged until
     // some completion happened to look at it. (A test's fake clock steps
     // the timer itself.)
-    if (bfqd->idle_deadline && !g_clock.load(std::memory_order_relaxed))
+    if (bfqd->idle_deadline && bfqd->q->clock_is_real())
       bfqd->idle_timer.arm_after(bfqd->idle_deadline - now);
     bfqd->lock.unlock();
     return false;
@@ -561,7 +560,7 @@ BfqData::BfqData(Queue* queue, ElevatorQueue* elv)
   dispatch.init();
   rotational = queue_rotational(queue);
   init_peak_rate(this);
-  const uint64_t now = now_ns();
+  const uint64_t now = queue->now_ns();
   class_idle_last_service = now;
   last_sweep = now;
 }
@@ -575,11 +574,6 @@ BfqData::~BfqData() {
   queues.clear();
 }
 
-uint64_t now_ns() {
-  BfqClockFn fn = g_clock.load(std::memory_order_relaxed);
-  return fn ? fn() : base::now_ns();
-}
-
 }  // namespace bfq
 
 void register_bfq() {
@@ -588,7 +582,6 @@ void register_bfq() {
   (void)registered;
 }
 
-void bfq_set_clock(BfqClockFn fn) { bfq::g_clock.store(fn); }
 
 bool bfq_run_idle_timer(Queue* q) {
   bfq::BfqData* bfqd = bfq::instance(q);

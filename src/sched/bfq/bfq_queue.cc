@@ -534,7 +534,7 @@ void update_inject_limit(BfqData* bfqd, BfqQueue* q, uint64_t tot_ns, bool alone
 }
 
 void end_all_wr(BfqData* bfqd) {
-  const uint64_t now = now_ns();
+  const uint64_t now = now_ns(bfqd);
   for (auto& [k, q] : bfqd->queues) end_wr(bfqd, q, now);
 }
 

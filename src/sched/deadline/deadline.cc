@@ -30,29 +30,14 @@ namespace blkmq {
 namespace dd {
 namespace {
 
-std::atomic<DeadlineClockFn> g_clock{nullptr};
 
 PerPrio* level_of(const Request* rq) { return static_cast<PerPrio*>(rq->elv_priv[0]); }
-RqWhere where_of(const Request* rq) { return static_cast<RqWhere>(reinterpret_cast<uintptr_t>(rq->elv_priv[2])); }
-void set_where(Request* rq, RqWhere w) { rq->elv_priv[2] = reinterpret_cast<void*>(static_cast<uintptr_t>(w)); }
-uint64_t key_sector(const Request* rq) { return reinterpret_cast<uintptr_t>(rq->elv_priv[1]); }
+RqWhere where_of(const Request* rq) { return rq_where<RqWhere>(rq); }
+void set_where(Request* rq, RqWhere w) { set_rq_where(rq, w); }
 
-RbTree& tree_of(PerPrio* pp, const Request* rq) { return pp->sort[dir_of(rq->op)]; }
-Request* rq_of(RbNode* n) { return rb_entry<Request>(n, offsetof(Request, rb_node)); }
-
-void tree_add(PerPrio* pp, Request* rq) {
-  rq->elv_priv[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(rq->sector));
-  tree_of(pp, rq).insert_ordered(&rq->rb_node, [](RbNode* a, RbNode* b) {
-    return key_sector(rq_of(a)) < key_sector(rq_of(b));
-  });
-}
-
-void tree_del(PerPrio* pp, Request* rq) { tree_of(pp, rq).erase(&rq->rb_node); }
-
-// The first request of a tree whose sort key is at least `sector`.
-Request* tree_lower_bound(const RbTree& t, uint64_t sector) {
-  return rq_of(t.lower_bound([sector](RbNode* n) { return key_sector(rq_of(n)) < sector; }));
-}
+SortTree& tree_of(PerPrio* pp, const Request* rq) { return pp->sort[dir_of(rq->op)]; }
+void tree_add(PerPrio* pp, Request* rq) { tree_of(pp, rq).insert(rq); }
+void tree_del(PerPrio* pp, Request* rq) { tree_of(pp, rq).erase(rq); }
 
 // Takes rq off the tree, its FIFO and the merge hash (deadline_remove_request).
 // A request being insert-merged was never queued: nothing to undo then.
@@ -71,7 +56,7 @@ bool level_busy(const PerPrio& pp) { return pp.inserted != pp.completed.load(std
 
 // The first request of a direction at or after the last dispatched sector.
 Request* next_sorted(PerPrio* pp, Dir dir) {
-  return tree_lower_bound(pp->sort[dir], pp->latest_pos[dir]);
+  return pp->sort[dir].lower_bound(pp->latest_pos[dir]);
 }
 
 Request* fifo_head(PerPrio* pp, Dir dir) {
@@ -211,7 +196,7 @@ void drain_pending_locked(DeadlineData* dd, ListNode* free) {
 void dd_insert_requests(HwCtx* hctx, ListNode* list, uint32_t flags) {
   DeadlineData* dd = dd_of(hctx->queue);
   const bool at_head = flags & kInsertAtHead;
-  const int64_t now = now_ns();
+  const int64_t now = now_ns(dd);
   if (!dd->ins.lock_or_park(dd->lock, list, at_head, static_cast<uint64_t>(now))) return;
   ListNode free;
   drain_pending_locked(dd, &free);  // keep arrival order with parked requests
@@ -222,7 +207,7 @@ void dd_insert_requests(HwCtx* hctx, ListNode* list, uint32_t flags) {
 
 Request* dd_dispatch_request(HwCtx* hctx) {
   DeadlineData* dd = dd_of(hctx->queue);
-  const int64_t now = now_ns();
+  const int64_t now = now_ns(dd);
   ListNode free;
   dd->lock.lock();
   drain_pending_locked(dd, &free);
@@ -256,7 +241,7 @@ ElvMerge dd_request_merge(Queue* q, Request** rq, const Bio* bio) {
   DeadlineData* dd = dd_of(q);
   if (!dd->tun.front_merges) return ElvMerge::none;
   const uint64_t end = bio->end_sector();
-  Request* found = tree_lower_bound(dd->prio[prio_of(bio->ioprio)].sort[dir_of(bio->op)], end);
+  Request* found = dd->prio[prio_of(bio->ioprio)].sort[dir_of(bio->op)].lower_bound(end);
   if (!found || found->sector != end) return ElvMerge::none;
   *rq = found;
   return ElvMerge::front;
@@ -285,7 +270,7 @@ void dd_requests_merged(Queue* q, Request* rq, Request* next) {
 
 Request* neighbour(Queue*, Request* rq, bool after) {
   if (where_of(rq) != kSorted) return nullptr;
-  return rq_of(after ? RbTree::next(&rq->rb_node) : RbTree::prev(&rq->rb_node));
+  return after ? SortTree::next(rq) : SortTree::prev(rq);
 }
 Request* dd_former_request(Queue* q, Request* rq) { return neighbour(q, rq, false); }
 Request* dd_next_request(Queue* q, Request* rq) { return neighbour(q, rq, true); }
@@ -356,10 +341,6 @@ DeadlineData::DeadlineData(Queue* queue, ElevatorQueue* elv)
   tun.prio_aging_expire_ns = 10000 * static_cast<int64_t>(base::kNsPerMs);
 }
 
-int64_t now_ns() {
-  DeadlineClockFn fn = g_clock.load(std::memory_order_relaxed);
-  return static_cast<int64_t>(fn ? fn() : base::now_ns());
-}
 
 }  // namespace dd
 
@@ -371,7 +352,6 @@ void register_mq_deadline() {
   (void)registered;
 }
 
-void deadline_set_clock(DeadlineClockFn fn) { dd::g_clock.store(fn); }
 
 DeadlineStats deadline_stats(Queue* q) {
   DeadlineStats s;

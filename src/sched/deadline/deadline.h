@@ -15,11 +15,8 @@ namespace blkmq {
 // Registers "mq-deadline". Called from register_builtin_elevators().
 void register_mq_deadline();
 
-// The time source for FIFO deadlines and priority aging, in ns. Process
-// wide; nullptr restores CLOCK_MONOTONIC. Tests install a fake clock to step
-// time deterministically; set it while no mq-deadline queue does I/O.
-using DeadlineClockFn = uint64_t (*)();
-void deadline_set_clock(DeadlineClockFn fn);
+// FIFO deadlines and priority aging read the queue's clock
+// (Queue::now_ns, QueueConfig::clock): tests step a fake one.
 
 // Per priority level (0 = RT, 1 = BE, 2 = IDLE) counters, as debugfs shows
 // them. inserted counts each request once, however often it is requeued.

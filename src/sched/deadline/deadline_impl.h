@@ -8,8 +8,10 @@
 #include "base/lockstat.h"
 #include "blkmq/elevator.h"
 #include "blkmq/ioctx.h"
+#include "blkmq/queue.h"
 #include "blkmq/rbtree.h"
 #include "sched/insert_lists.h"
+#include "sched/sort_tree.h"
 
 namespace blkmq::dd {
 
@@ -21,15 +23,14 @@ enum Dir : unsigned { kRead = 0, kWrite = 1, kNrDir = 2 };
 // request parked on an insert list is never mistaken for a queued one.
 enum RqWhere : uintptr_t { kNowhere = 0, kSorted = 1, kOnDispatch = 2 };
 
-// Sort trees are intrusive (Request::rb_node), keyed by the start sector at
-// insertion (kept in elv_priv[1], because a front merge moves rq->sector
-// before request_merged re-sorts); equal sectors keep arrival order.
+// One priority level: a sort tree (src/sched/sort_tree.h) and a FIFO per
+// direction.
 struct PerPrio {
   PerPrio() = default;
   PerPrio(const PerPrio&) = delete;
   PerPrio& operator=(const PerPrio&) = delete;
 
-  RbTree sort[kNrDir];
+  SortTree sort[kNrDir];
   ListNode fifo[kNrDir];            // arrival order, linked through queuelist
   uint64_t latest_pos[kNrDir] = {0, 0};  // sector of the last dispatch
   // Under the lock, except completed: finish_request runs in any context.
@@ -85,7 +86,8 @@ inline Prio prio_of(uint16_t ioprio) {
 }
 inline Dir dir_of(ReqOp op) { return op_is_write(op) ? kWrite : kRead; }
 
-int64_t now_ns();
+// mq-deadline's time (FIFO deadlines, aging): its queue's clock.
+inline int64_t now_ns(const DeadlineData* dd) { return static_cast<int64_t>(dd->q->now_ns()); }
 
 // The attribute table (deadline_attrs.cc).
 std::vector<ElvAttr> deadline_attrs();

@@ -33,9 +33,6 @@ constexpr uint64_t kDefaultTarget[kOther] = {2'000'000ull, 10'000'000ull, 5'000'
 constexpr uint64_t kMinTargetNs = 1;
 constexpr uint64_t kMaxTargetNs = 3600ull * 1'000'000'000ull;
 
-// Adds kyber to the registered elevators. Idempotent; task context.
-void register_kyber();
-
 // The domain an op is scheduled in.
 Domain op_domain(ReqOp op);
 
@@ -53,8 +50,23 @@ void record_latency(ElevatorQueue* eq, Domain d, LatencyType type, uint64_t late
 // Runs the timer's work now with `now_ns` as the time: sums the histograms
 // and resizes the token pools. Serialised with the real timer.
 void run_timer_work(ElevatorQueue* eq, uint64_t now_ns);
-// The clock the timer's work reads when the timer fires (default: the
-// monotonic clock). Set before I/O starts.
-void set_clock(ElevatorQueue* eq, uint64_t (*clock)());
 
 }  // namespace blkmq::kyber
+
+namespace blkmq {
+
+// Registers "kyber". Called from register_builtin_elevators(); idempotent.
+void register_kyber();
+
+// A queue's kyber state, as debugfs shows it (the domains' token pools and
+// the latency targets); the same shape as bfq_stats and deadline_stats.
+struct KyberStats {
+  unsigned depth[kyber::kNrDomains] = {};          // token pool sizes now
+  unsigned tokens_in_use[kyber::kNrDomains] = {};  // held by dispatched requests
+  uint64_t target_ns[kyber::kOther] = {};          // read, write, discard targets
+};
+// q must be running kyber. Any thread; lock-free reads, so a snapshot
+// taken under I/O is approximate.
+KyberStats kyber_stats(Queue* q);
+
+}  // namespace blkmq

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "base/clock.h"
+#include "blkmq/queue.h"
 #include "base/percpu.h"
 #include "base/sbitmap.h"
 #include "base/spinlock.h"
@@ -42,7 +43,6 @@ struct KyberData {
   // Set while the timer is armed, so a completion arms it with one atomic
   // load instead of the timer thread's lock.
   std::atomic<bool> timer_armed{false};
-  std::atomic<uint64_t (*)()> clock{&base::now_ns};
 
   // The timer's own state, under timer_lock (the timer thread and tests).
   std::mutex timer_lock;

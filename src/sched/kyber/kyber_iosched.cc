@@ -267,12 +267,6 @@ Domain op_domain(ReqOp op) {
   }
 }
 
-void register_kyber() {
-  static const ElevatorType type = make_type();
-  static std::once_flag once;
-  std::call_once(once, [] { (void)register_elevator(&type); });
-}
-
 unsigned domain_depth(ElevatorQueue* eq, Domain d) { return kqd_of(eq)->tokens[d]->depth(); }
 
 unsigned domain_tokens_in_use(ElevatorQueue* eq, Domain d) {
@@ -280,3 +274,24 @@ unsigned domain_tokens_in_use(ElevatorQueue* eq, Domain d) {
 }
 
 }  // namespace blkmq::kyber
+
+namespace blkmq {
+
+void register_kyber() {
+  static const ElevatorType type = kyber::make_type();
+  static std::once_flag once;
+  std::call_once(once, [] { (void)register_elevator(&type); });
+}
+
+KyberStats kyber_stats(Queue* q) {
+  ElevatorQueue* eq = queue_elevator(q);
+  KyberStats s;
+  for (unsigned d = 0; d < kyber::kNrDomains; d++) {
+    s.depth[d] = kyber::domain_depth(eq, kyber::Domain(d));
+    s.tokens_in_use[d] = kyber::domain_tokens_in_use(eq, kyber::Domain(d));
+  }
+  for (unsigned d = 0; d < kyber::kOther; d++) s.target_ns[d] = kyber::latency_target(eq, kyber::Domain(d));
+  return s;
+}
+
+}  // namespace blkmq

@@ -126,7 +126,7 @@ void timer_work(KyberData* kqd, uint64_t now) {
 void timer_fired(KyberData* kqd) {
   // Cleared first: a completion during the work arms the next period.
   kqd->timer_armed.store(false, std::memory_order_seq_cst);
-  timer_work(kqd, kqd->clock.load(std::memory_order_relaxed)());
+  timer_work(kqd, kqd->q->now_ns());
 }
 
 std::vector<ElvAttr> latency_attrs() {
@@ -146,6 +146,5 @@ void record_latency(ElevatorQueue* eq, Domain d, LatencyType type, uint64_t late
 
 void run_timer_work(ElevatorQueue* eq, uint64_t now_ns) { timer_work(kqd_of(eq), now_ns); }
 
-void set_clock(ElevatorQueue* eq, uint64_t (*clock)()) { kqd_of(eq)->clock.store(clock); }
 
 }  // namespace blkmq::kyber
