@@ -77,11 +77,16 @@ std::string show_inflight(const QueueImpl* q) {
 
 const Attr kAttrs[] = {
     {"queue/scheduler", [](const QueueImpl* q) { return elevator_list(q); },
-     [](QueueImpl* q, std::string_view v) { return elevator_switch(q, trim(v)); }},
+     [](QueueImpl* q, std::string_view v) {
+       std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
+       return elevator_switch(q, trim(v));
+     }},
     {"queue/nr_requests", [](const QueueImpl* q) { return u(q->nr_requests_); },
      [](QueueImpl* q, std::string_view v) -> Status {
        auto n = parse_uint("queue/nr_requests", v, 0, 1u << 20);
        if (!n) return n.status();
+       // Resizes scheduler tags, which an update of the hw queues rebuilds.
+       std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
        return set_nr_requests(q, static_cast<unsigned>(*n));
      }},
     {"queue/async_depth", [](const QueueImpl* q) { return u(q->async_depth_); },

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -172,7 +173,12 @@ class TagSetImpl final : public TagSet {
   // queue of the set frozen, so per-queue active counts stay balanced.
   std::atomic<bool> queue_shared_{false};
   void set_queue_shared(bool shared, QueueImpl* except);
-  std::mutex update_lock_;
+  // update_nr_hw_queues holds it exclusively; whatever attaches, detaches
+  // or switches a queue's scheduler holds it shared (the kernel's
+  // set->update_nr_hwq_lock), so an update never reads a scheduler that a
+  // switch is replacing, and switches of different queues still run side
+  // by side. Taken before the queue's sysfs_lock_.
+  std::shared_mutex update_lock_;
 };
 
 // ------------------------------------------------------------ attributes -

@@ -213,7 +213,10 @@ QueueImpl::~QueueImpl() {
   timeout_timer_.cancel_sync();
   kblockd_flush_work(&timeout_work_);
   requeue_work_.cancel_sync();
-  elevator_exit(this);
+  {
+    std::shared_lock<std::shared_mutex> l(set_->update_lock_);
+    elevator_exit(this);
+  }
   {
     std::lock_guard<std::mutex> g(set_->lock_);
     exit_hctxs();
@@ -231,6 +234,7 @@ Queue::~Queue() = default;
 Result<std::unique_ptr<Queue>> Queue::create(TagSet& set, const QueueConfig& cfg) {
   auto q = std::make_unique<QueueImpl>(to_impl(&set), cfg);
   if (Status s = q->init(); !s) return s;
+  std::shared_lock<std::shared_mutex> l(to_impl(&set)->update_lock_);
   if (Status s = cfg.scheduler.empty() ? elevator_init_default(q.get()) : elevator_switch(q.get(), cfg.scheduler); !s)
     return s;
   return std::unique_ptr<Queue>(std::move(q));

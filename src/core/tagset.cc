@@ -140,7 +140,7 @@ Status update_nr_hw_queues_locked(TagSetImpl* set, unsigned nr_default, unsigned
 Status TagSet::update_nr_hw_queues(unsigned nr_default, unsigned nr_poll) {
   TagSetImpl* set = static_cast<TagSetImpl*>(this);
   if (nr_default < 1) return Status::invalid("nr_hw_queues: at least one default queue");
-  std::lock_guard<std::mutex> ul(set->update_lock_);
+  std::unique_lock<std::shared_mutex> ul(set->update_lock_);
   // Scheduler state is per hctx: detach each queue's scheduler first and
   // attach it again afterwards, as the kernel does (blk_mq_elv_switch_none).
   std::vector<std::pair<QueueImpl*, std::string>> saved;
