@@ -1,5 +1,7 @@
 // Bio-into-request merging without a scheduler: into the plug's last
 // request and into the software queue (blk-merge.c, the ctx-list scan).
+#include <algorithm>
+
 #include "core/core.h"
 
 namespace blkmq {
@@ -23,9 +25,21 @@ void account_merge(QueueImpl* q, Request* rq) {
   st.merges[stat_group(rq->op)].fetch_add(1, std::memory_order_relaxed);
 }
 
+// The size cap of one request of this op (blk_queue_get_max_sectors):
+// discards and zeroing have their own limits, everything else max_sectors.
+uint64_t max_request_bytes(const QueueImpl* q, ReqOp op) {
+  const QueueLimits& l = q->limits_;
+  uint64_t sectors = l.max_sectors;
+  if (op == ReqOp::discard) sectors = l.max_discard_sectors;
+  else if (op == ReqOp::write_zeroes) sectors = l.max_write_zeroes_sectors;
+  // A request's length is 32 bits (data_len, the kernel's __data_len).
+  const uint64_t cap = UINT32_MAX / l.logical_block_size * l.logical_block_size;
+  return std::min<uint64_t>(sectors << kSectorShift, cap);
+}
+
 // Size and segment limits; a request that fails them takes no more merges.
 bool fits(QueueImpl* q, Request* rq, const Bio* bio, unsigned nr_segs) {
-  const uint64_t max_bytes = static_cast<uint64_t>(q->limits_.max_sectors) << kSectorShift;
+  const uint64_t max_bytes = max_request_bytes(q, rq->op);
   if (rq->data_len + static_cast<uint64_t>(bio->size) > max_bytes ||
       rq->nr_phys_segments + nr_segs > q->limits_.max_segments) {
     rq->rq_flags |= kRqfNoMerge;
@@ -70,14 +84,18 @@ bool list_merge(QueueImpl* q, ListNode* list, Bio* bio, unsigned nr_segs) {
   return false;
 }
 
+// Reads, writes and discards merge, as the kernel's rq_mergeable has it;
+// flushes and zeroing never do.
+bool mergeable_op(ReqOp op) { return op_has_data(op) || op == ReqOp::discard; }
+
 }  // namespace
 
 bool bio_mergeable(const Bio* bio) {
-  return op_has_data(bio->op) && !(bio->flags & (kBioNomerge | kBioPreflush | kBioFua));
+  return mergeable_op(bio->op) && !(bio->flags & (kBioNomerge | kBioPreflush | kBioFua));
 }
 
 bool rq_mergeable(const Request* rq) {
-  return op_has_data(rq->op) && !(rq->cmd_flags & (kBioNomerge | kBioPreflush | kBioFua)) &&
+  return mergeable_op(rq->op) && !(rq->cmd_flags & (kBioNomerge | kBioPreflush | kBioFua)) &&
          !(rq->rq_flags & (kRqfNoMerge | kRqfFlushSeq));
 }
 
@@ -140,7 +158,7 @@ bool merge_requests(QueueImpl* q, Request* rq, Request* next) {
   if (!rq_mergeable(rq) || !rq_mergeable(next) || rq->op != next->op || rq->ioprio != next->ioprio ||
       rq->end_sector() != next->sector || rq->ioc != next->ioc)
     return false;
-  const uint64_t max_bytes = static_cast<uint64_t>(q->limits_.max_sectors) << kSectorShift;
+  const uint64_t max_bytes = max_request_bytes(q, rq->op);
   if (uint64_t(rq->data_len) + next->data_len > max_bytes ||
       rq->nr_phys_segments + next->nr_phys_segments > q->limits_.max_segments)
     return false;

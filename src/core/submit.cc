@@ -92,8 +92,22 @@ void split_child_end_io(Bio* child) {
   orig->end_io(orig);
 }
 
+// The most bytes one discard or zeroing request may cover (0: no limit
+// applies, the op is data-less and not one of these).
+uint64_t nodata_max_bytes(const QueueImpl* q, const Bio* bio) {
+  const QueueLimits& l = q->limits_;
+  uint64_t sectors = 0;
+  if (bio->op == ReqOp::discard) sectors = l.max_discard_sectors;
+  else if (bio->op == ReqOp::write_zeroes) sectors = l.max_write_zeroes_sectors;
+  const uint64_t bytes = sectors << kSectorShift;
+  return bytes / l.logical_block_size * l.logical_block_size;
+}
+
 bool needs_split(const QueueImpl* q, const Bio* bio) {
-  if (!op_has_data(bio->op)) return false;
+  if (!op_has_data(bio->op)) {
+    const uint64_t max = nodata_max_bytes(q, bio);
+    return max && bio->size > max;
+  }
   const uint64_t max_bytes = static_cast<uint64_t>(q->limits_.max_sectors) << kSectorShift;
   if (bio->size > max_bytes || bio->nr_vecs > q->limits_.max_segments) return true;
   for (uint16_t i = 0; i < bio->nr_vecs; i++)
@@ -101,10 +115,37 @@ bool needs_split(const QueueImpl* q, const Bio* bio) {
   return false;
 }
 
+// A discard or zeroing bio over more than the device takes in one request
+// becomes children of at most that size (bio_split_discard,
+// bio_split_write_zeroes); they carry no data, only a range.
+std::unique_ptr<SplitParent> split_nodata_bio(const QueueImpl* q, Bio* bio) {
+  auto sp = std::make_unique<SplitParent>();
+  sp->orig = bio;
+  const uint64_t max = nodata_max_bytes(q, bio);
+  if (max == 0) return nullptr;  // a block-size cap below one block: cannot split
+  sp->children.resize((bio->size + max - 1) / max);
+  uint64_t sector = bio->sector, left = bio->size;
+  for (Bio& ch : sp->children) {
+    ch.op = bio->op;
+    ch.flags = bio->flags;
+    ch.ioprio = bio->ioprio;
+    ch.ioc = bio->ioc;
+    ch.size = static_cast<uint32_t>(std::min(left, max));
+    ch.sector = sector;
+    sector += ch.size >> kSectorShift;
+    left -= ch.size;
+    ch.end_io = split_child_end_io;
+    ch.private_data = sp.get();
+  }
+  sp->remaining.store(static_cast<int>(sp->children.size()));
+  return sp;
+}
+
 // Cuts the data vector into children within max_sectors, max_segments and
 // max_segment_size, each a multiple of the logical block size. Returns null
 // if the vector cannot be expressed within the limits.
 std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
+  if (!op_has_data(bio->op)) return split_nodata_bio(q, bio);
   auto sp = std::make_unique<SplitParent>();
   sp->orig = bio;
   const QueueLimits& l = q->limits_;

@@ -30,7 +30,8 @@ BlkStatus submit(Queue& q, ReqOp op, const std::vector<iovec>& vecs) {
 }
 
 struct AlignedBuf {
-  explicit AlignedBuf(size_t n) : p(static_cast<uint8_t*>(std::aligned_alloc(4096, n))) {}
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  explicit AlignedBuf(size_t n) : p(static_cast<uint8_t*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096))) {}
   ~AlignedBuf() { std::free(p); }
   uint8_t* p;
 };

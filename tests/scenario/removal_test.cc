@@ -25,20 +25,9 @@ struct SubmitterCounts {
   std::atomic<uint64_t> late_not_failed{0};
 };
 
-struct RemovalIo {
-  Bio bio;
-  iovec v;
-  alignas(64) uint8_t buf[kBlock];
-  std::atomic<int> ends{0};
-  std::atomic<bool> done{true};
+struct RemovalIo : VerifiedIo {
   bool after_dead = false;
 };
-
-void removal_end_io(Bio* b) {
-  auto* io = static_cast<RemovalIo*>(b->private_data);
-  io->ends.fetch_add(1);
-  io->done.store(true, std::memory_order_release);
-}
 
 void account(RemovalIo& io, SubmitterCounts& c) {
   if (io.ends.load() > 1) c.doubles++;
@@ -61,16 +50,8 @@ void submitter(Queue& q, unsigned id, std::atomic<bool>& stop, std::atomic<bool>
       if (!io.done.load(std::memory_order_acquire)) continue;
       if (io.ends.load()) account(io, c);
       io.after_dead = dead.load();
-      io.v = iovec{io.buf, kBlock};
-      io.bio = Bio{};
-      io.bio.op = (n++ % 2) ? ReqOp::write : ReqOp::read;
-      io.bio.sector = (id * 64 + n % 64) * (kBlock >> 9);
-      io.bio.size = kBlock;
-      io.bio.vec = &io.v;
-      io.bio.nr_vecs = 1;
-      io.bio.end_io = removal_end_io;
-      io.bio.private_data = &io;
-      io.done.store(false);
+      n++;
+      start_verified_io(io, id * 64 + n % 64, n % 2 ? ReqOp::write : ReqOp::read);
       c.submitted++;
       q.submit_bio(&io.bio);
     }

@@ -20,13 +20,14 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
+#include "support/verified_io.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr uint32_t kBlock = 4096;
+constexpr uint32_t kBlock = kVerifyBlock;
 constexpr unsigned kThreads = 4;
 constexpr unsigned kBlocksPerThread = 512;
 constexpr unsigned kDepthPerThread = 16;
@@ -35,26 +36,9 @@ constexpr unsigned kMaxSchedRequests = 2048;  // the limit with one (the kernel'
 constexpr auto kSwitchPeriod = std::chrono::milliseconds(100);
 constexpr auto kResizePeriod = std::chrono::milliseconds(20);
 
-struct SwitchIo {
-  Bio bio;
-  iovec v;
-  alignas(64) uint8_t buf[kBlock];
-  std::atomic<int> ends{0};
-  std::atomic<bool> done{true};
-  uint32_t block = 0;
-  uint32_t pattern = 0;
-  bool is_write = false;
-};
-
 struct Counts {
   std::atomic<uint64_t> submitted{0}, ended{0}, doubles{0}, errors{0}, mismatches{0}, verified{0};
 };
-
-void switch_end_io(Bio* b) {
-  auto* io = static_cast<SwitchIo*>(b->private_data);
-  io->ends.fetch_add(1, std::memory_order_relaxed);
-  io->done.store(true, std::memory_order_release);
-}
 
 // Each 8-byte word names the block, the write and the offset, so a block
 // that lands in the wrong place or is stale fails the comparison.
@@ -73,21 +57,21 @@ class Worker {
 
   void run(const std::atomic<bool>& stop) {
     while (!stop.load(std::memory_order_relaxed)) {
-      for (SwitchIo& io : ios_)
+      for (VerifiedIo& io : ios_)
         if (io.done.load(std::memory_order_acquire)) {
           reap(io);
           issue(io);
         }
       std::this_thread::yield();
     }
-    for (SwitchIo& io : ios_) {
+    for (VerifiedIo& io : ios_) {
       while (!io.done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
       reap(io);
     }
   }
 
  private:
-  void reap(SwitchIo& io) {
+  void reap(VerifiedIo& io) {
     const int ends = io.ends.exchange(0, std::memory_order_relaxed);
     if (ends == 0) return;
     if (ends > 1) c_.doubles++;
@@ -105,8 +89,8 @@ class Worker {
     }
   }
 
-  void issue(SwitchIo& io) {
-    const uint32_t blk = static_cast<uint32_t>(rng_() % kBlocksPerThread);
+  void issue(VerifiedIo& io) {
+    const uint64_t blk = rng_() % kBlocksPerThread;
     if (busy_[blk]) return;  // one I/O per block at a time: the expected content stays known
     busy_[blk] = true;
     io.block = blk;
@@ -114,16 +98,7 @@ class Worker {
     io.pattern = static_cast<uint32_t>(rng_() | 1);
     if (io.is_write) fill_block(io.buf, base_ + blk, io.pattern);
     else std::memset(io.buf, 0, kBlock);
-    io.v = iovec{io.buf, kBlock};
-    io.bio = Bio{};
-    io.bio.op = io.is_write ? ReqOp::write : ReqOp::read;
-    io.bio.sector = (base_ + blk) * (kBlock >> 9);
-    io.bio.size = kBlock;
-    io.bio.vec = &io.v;
-    io.bio.nr_vecs = 1;
-    io.bio.end_io = switch_end_io;
-    io.bio.private_data = &io;
-    io.done.store(false, std::memory_order_relaxed);
+    start_verified_io(io, base_ + blk, io.is_write ? ReqOp::write : ReqOp::read);
     c_.submitted++;
     q_.submit_bio(&io.bio);
   }
@@ -132,7 +107,7 @@ class Worker {
   const uint64_t base_;
   Counts& c_;
   std::mt19937_64 rng_;
-  std::vector<SwitchIo> ios_ = std::vector<SwitchIo>(kDepthPerThread);
+  std::vector<VerifiedIo> ios_ = std::vector<VerifiedIo>(kDepthPerThread);
   std::vector<uint32_t> written_ = std::vector<uint32_t>(kBlocksPerThread, 0);  // 0: never written
   std::vector<bool> busy_ = std::vector<bool>(kBlocksPerThread, false);
 };

@@ -9,29 +9,15 @@
 
 #include "blkmq/blkmq.h"
 #include "support/bfq_test_util.h"
+#include "support/verified_io.h"
 
 namespace blkmq::test {
 namespace {
 
-constexpr uint32_t kBlock = 4096;
-
-struct LiveIo {
-  Bio bio;
-  iovec v;
-  alignas(64) uint8_t buf[kBlock];
-  std::atomic<int> ends{0};
-  std::atomic<bool> done{true};
-};
 
 struct Totals {
   std::atomic<uint64_t> submitted{0}, ended{0}, doubles{0}, errors{0};
 };
-
-void live_end_io(Bio* b) {
-  auto* io = static_cast<LiveIo*>(b->private_data);
-  io->ends.fetch_add(1, std::memory_order_relaxed);
-  io->done.store(true, std::memory_order_release);
-}
 
 // One submitting thread: its own I/O context settings, `depth` bios in
 // flight over its own blocks, `count` bios in all (or until stop).
@@ -40,10 +26,10 @@ void worker(Queue& q, unsigned id, uint16_t ioprio, uint16_t weight, int count, 
   IoContext* ioc = current_io_context();
   ioc->ioprio = ioprio;
   ioc->weight = weight;
-  std::vector<LiveIo> ios(depth);
+  std::vector<VerifiedIo> ios(depth);
   std::mt19937 rng(id + 7);
   int issued = 0;
-  auto reap = [&](LiveIo& io) {
+  auto reap = [&](VerifiedIo& io) {
     const int e = io.ends.exchange(0, std::memory_order_relaxed);
     if (e == 0) return;
     if (e > 1) t.doubles++;
@@ -53,21 +39,13 @@ void worker(Queue& q, unsigned id, uint16_t ioprio, uint16_t weight, int count, 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (issued < count && !(stop && stop->load()) && std::chrono::steady_clock::now() < deadline) {
     bool any = false;
-    for (LiveIo& io : ios) {
+    for (VerifiedIo& io : ios) {
       if (!io.done.load(std::memory_order_acquire) || issued >= count) continue;
       reap(io);
-      io.v = iovec{io.buf, kBlock};
-      io.bio = Bio{};
-      io.bio.op = rng() % 3 == 0 ? ReqOp::write : ReqOp::read;
+      const ReqOp op = rng() % 3 == 0 ? ReqOp::write : ReqOp::read;
       // Half sequential (mergeable runs), half random.
       const uint64_t blk = (issued % 2) ? (issued / 2) % 1024 : rng() % 1024;
-      io.bio.sector = (uint64_t{id} * 1024 + blk) * (kBlock >> 9);
-      io.bio.size = kBlock;
-      io.bio.vec = &io.v;
-      io.bio.nr_vecs = 1;
-      io.bio.end_io = live_end_io;
-      io.bio.private_data = &io;
-      io.done.store(false, std::memory_order_relaxed);
+      start_verified_io(io, uint64_t{id} * 1024 + blk, op);
       t.submitted++;
       issued++;
       any = true;
@@ -75,7 +53,7 @@ void worker(Queue& q, unsigned id, uint16_t ioprio, uint16_t weight, int count, 
     }
     if (!any) std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-  for (LiveIo& io : ios) {
+  for (VerifiedIo& io : ios) {
     for (int i = 0; i < 200000 && !io.done.load(std::memory_order_acquire); i++)
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     reap(io);

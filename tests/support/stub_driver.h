@@ -316,10 +316,11 @@ class StubDriver {
         irq_q_.clear();
       }
       HardirqScope irq;
+      // As a driver that restarts its queues from its interrupt handler:
+      // from this (hardirq) context the core must defer the run. Before
+      // the completions, while the batch's requests keep the queue alive.
+      if (opt_.queue_rq_sleep_us && !batch.empty()) run_hw_queues(batch.front()->q, false);
       for (Request* rq : batch) complete_request(rq, BlkStatus::ok);
-      // As a driver that restarts its queues once it has freed resources:
-      // from this (hardirq) context the core must defer the run.
-      if (opt_.queue_rq_sleep_us) run_hw_queues(q_.get(), false);
     }
   }
 

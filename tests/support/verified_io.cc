@@ -39,17 +39,7 @@ void prepare(VerifiedIo& io, uint64_t lba_block, bool write, uint32_t pattern, u
   io.is_write = write;
   io.pattern = pattern;
   if (write) verified_fill(io.buf, lba_block, pattern);
-  io.v = iovec{io.buf, kVerifyBlock};
-  io.bio = Bio{};
-  io.bio.op = write ? ReqOp::write : ReqOp::read;
-  io.bio.flags = write ? flags : 0;
-  io.bio.sector = lba_block * (kVerifyBlock >> 9);
-  io.bio.size = kVerifyBlock;
-  io.bio.vec = &io.v;
-  io.bio.nr_vecs = 1;
-  io.bio.end_io = verified_end_io;
-  io.bio.private_data = &io;
-  io.done.store(false);
+  start_verified_io(io, lba_block, write ? ReqOp::write : ReqOp::read, write ? flags : 0);
 }
 
 }  // namespace

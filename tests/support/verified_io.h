@@ -58,6 +58,23 @@ inline void verified_end_io(Bio* b) {
   io->done.store(true, std::memory_order_release);
 }
 
+// Points io's bio at its own buffer, one block at `lba_block` (in
+// kVerifyBlock units), ending in verified_end_io, and marks it not done;
+// the caller fills the buffer of a write first, then submits io.bio.
+inline void start_verified_io(VerifiedIo& io, uint64_t lba_block, ReqOp op, uint32_t flags = 0) {
+  io.v = iovec{io.buf, kVerifyBlock};
+  io.bio = Bio{};
+  io.bio.op = op;
+  io.bio.flags = flags;
+  io.bio.sector = lba_block * (kVerifyBlock >> 9);
+  io.bio.size = kVerifyBlock;
+  io.bio.vec = &io.v;
+  io.bio.nr_vecs = 1;
+  io.bio.end_io = verified_end_io;
+  io.bio.private_data = &io;
+  io.done.store(false, std::memory_order_relaxed);
+}
+
 inline void verified_fill(uint8_t* p, uint64_t block, uint32_t pattern) {
   for (uint32_t i = 0; i < kVerifyBlock; i += 8) {
     uint64_t v = (block << 32) ^ pattern ^ i;
