@@ -1,0 +1,169 @@
+#include "core/blktrace_writer.h"
+
+#include <endian.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "base/percpu.h"
+#include "base/thread.h"
+
+namespace blkmq::blktrace {
+namespace {
+
+constexpr auto kDrainPeriod = std::chrono::milliseconds(5);
+
+// Which writer the calling thread last announced itself to (by generation,
+// so a new writer at a freed one's address is not mistaken for it).
+std::atomic<uint64_t> g_generation{0};
+thread_local uint64_t tls_announced = 0;
+thread_local uint32_t tls_tid = 0;
+
+uint32_t thread_id() {
+  if (!tls_tid) tls_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tls_tid;
+}
+
+Status errno_status(const std::string& what) { return Status::error(errno, what + ": " + std::strerror(errno)); }
+
+bool write_all(int fd, const uint8_t* p, size_t n) {
+  while (n) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const std::string& dev_name, uint32_t device,
+                                             size_t buffer_bytes_per_cpu) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return errno_status("blktrace: " + dir);
+  std::unique_ptr<Writer> w(new Writer());
+  w->prefix_ = dir + "/" + dev_name;
+  w->device_ = device;
+  w->capacity_ = buffer_bytes_per_cpu;
+  w->nr_cpus_ = base::possible_cpus();
+  w->cpus_.reset(new CpuBuffer[w->nr_cpus_]);
+  w->spare_.resize(w->nr_cpus_);
+  for (unsigned c = 0; c < w->nr_cpus_; c++) {
+    const std::string path = w->prefix_ + ".blktrace." + std::to_string(c);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return errno_status("blktrace: " + path);
+    w->fds_.push_back(fd);
+    w->cpus_[c].data.reserve(buffer_bytes_per_cpu);
+    w->spare_[c].reserve(buffer_bytes_per_cpu);
+  }
+  w->generation_ = g_generation.fetch_add(1) + 1;
+  w->thread_ = base::start_thread(base::ThreadOptions{"blktrace", -1, false}, [p = w.get()] { p->run(); });
+  return w;
+}
+
+Writer::~Writer() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+  drain();
+  for (int fd : fds_) ::close(fd);
+}
+
+void Writer::append(unsigned cpu, const Record& r, const void* pdu) {
+  CpuBuffer& b = cpus_[cpu];
+  const size_t n = sizeof(Record) + r.pdu_len;
+  b.lock.lock();
+  if (b.data.size() + n > capacity_) {
+    b.lock.unlock();
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Record rec = r;
+  if (rec.sequence) rec.sequence = ++b.sequence;  // 0: a notify, outside the sequence
+  const size_t at = b.data.size();
+  b.data.resize(at + n);  // within the reserved capacity: no allocation
+  std::memcpy(b.data.data() + at, &rec, sizeof rec);
+  if (r.pdu_len) std::memcpy(b.data.data() + at + sizeof rec, pdu, r.pdu_len);
+  b.lock.unlock();
+}
+
+// A process notify record: the thread's id and name, which blkparse prints
+// with each of its events.
+void Writer::notify_thread(unsigned cpu, uint64_t time_ns) {
+  char comm[kCommLen] = {};
+  pthread_getname_np(pthread_self(), comm, sizeof comm);
+  Record r{};
+  r.magic = kMagic | kVersion;
+  r.time = time_ns;
+  r.action = kNotifyProcess;
+  r.pid = thread_id();
+  r.device = device_;
+  r.cpu = cpu;
+  r.pdu_len = kCommLen;
+  append(cpu, r, comm);
+}
+
+void Writer::add(uint32_t action, uint64_t time_ns, uint64_t sector, uint32_t bytes, uint16_t error,
+                 const void* pdu, uint16_t pdu_len) {
+  const unsigned cpu = base::this_cpu();
+  if (tls_announced != generation_) {
+    tls_announced = generation_;
+    notify_thread(cpu, time_ns);
+  }
+  Record r{};
+  r.magic = kMagic | kVersion;
+  r.sequence = 1;  // numbered in append
+  r.time = time_ns;
+  r.sector = sector;
+  r.bytes = bytes;
+  r.action = action;
+  r.pid = thread_id();
+  r.device = device_;
+  r.cpu = cpu;
+  r.error = error;
+  r.pdu_len = pdu_len;
+  append(cpu, r, pdu);
+}
+
+void Writer::add_u64(uint32_t action, uint64_t time_ns, uint64_t sector, uint32_t bytes, uint64_t value) {
+  const uint64_t be = htobe64(value);
+  add(action, time_ns, sector, bytes, 0, &be, sizeof be);
+}
+
+// Swaps each CPU's buffer for its empty spare (both keep their capacity)
+// and writes the full one out. Only the writer thread, or the destructor
+// after it has stopped.
+void Writer::drain() {
+  for (unsigned c = 0; c < nr_cpus_; c++) {
+    CpuBuffer& b = cpus_[c];
+    b.lock.lock();
+    b.data.swap(spare_[c]);
+    b.lock.unlock();
+    if (!spare_[c].empty() && !write_all(fds_[c], spare_[c].data(), spare_[c].size()))
+      write_errors_.fetch_add(1, std::memory_order_relaxed);
+    spare_[c].clear();
+  }
+}
+
+void Writer::run() {
+  while (!stop_.load()) {
+    const uint64_t want = flush_requests_.load();
+    drain();
+    flushed_.store(want);
+    for (int i = 0; i < 5 && !stop_.load() && flush_requests_.load() == want; i++)
+      std::this_thread::sleep_for(kDrainPeriod / 5);
+  }
+}
+
+void Writer::flush() {
+  const uint64_t want = flush_requests_.fetch_add(1) + 1;
+  while (flushed_.load() < want && !stop_.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+}  // namespace blkmq::blktrace
