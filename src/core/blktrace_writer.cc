@@ -75,7 +75,19 @@ Writer::~Writer() {
   for (int fd : fds_) ::close(fd);
 }
 
-void Writer::append(unsigned cpu, const Record& r, const void* pdu) {
+Record Writer::header(unsigned cpu, uint32_t action, uint64_t time_ns, uint16_t pdu_len) const {
+  Record r{};
+  r.magic = kMagic | kVersion;
+  r.time = time_ns;
+  r.action = action;
+  r.pid = thread_id();
+  r.device = device_;
+  r.cpu = cpu;
+  r.pdu_len = pdu_len;
+  return r;
+}
+
+void Writer::append(unsigned cpu, const Record& r, const void* pdu, bool numbered) {
   CpuBuffer& b = cpus_[cpu];
   const size_t n = sizeof(Record) + r.pdu_len;
   b.lock.lock();
@@ -85,7 +97,7 @@ void Writer::append(unsigned cpu, const Record& r, const void* pdu) {
     return;
   }
   Record rec = r;
-  if (rec.sequence) rec.sequence = ++b.sequence;  // 0: a notify, outside the sequence
+  if (numbered) rec.sequence = ++b.sequence;  // notify records stay outside the sequence (0)
   const size_t at = b.data.size();
   b.data.resize(at + n);  // within the reserved capacity: no allocation
   std::memcpy(b.data.data() + at, &rec, sizeof rec);
@@ -98,15 +110,7 @@ void Writer::append(unsigned cpu, const Record& r, const void* pdu) {
 void Writer::notify_thread(unsigned cpu, uint64_t time_ns) {
   char comm[kCommLen] = {};
   pthread_getname_np(pthread_self(), comm, sizeof comm);
-  Record r{};
-  r.magic = kMagic | kVersion;
-  r.time = time_ns;
-  r.action = kNotifyProcess;
-  r.pid = thread_id();
-  r.device = device_;
-  r.cpu = cpu;
-  r.pdu_len = kCommLen;
-  append(cpu, r, comm);
+  append(cpu, header(cpu, kNotifyProcess, time_ns, kCommLen), comm, false);
 }
 
 void Writer::add(uint32_t action, uint64_t time_ns, uint64_t sector, uint32_t bytes, uint16_t error,
@@ -116,19 +120,11 @@ void Writer::add(uint32_t action, uint64_t time_ns, uint64_t sector, uint32_t by
     tls_announced = generation_;
     notify_thread(cpu, time_ns);
   }
-  Record r{};
-  r.magic = kMagic | kVersion;
-  r.sequence = 1;  // numbered in append
-  r.time = time_ns;
+  Record r = header(cpu, action, time_ns, pdu_len);
   r.sector = sector;
   r.bytes = bytes;
-  r.action = action;
-  r.pid = thread_id();
-  r.device = device_;
-  r.cpu = cpu;
   r.error = error;
-  r.pdu_len = pdu_len;
-  append(cpu, r, pdu);
+  append(cpu, r, pdu, true);
 }
 
 void Writer::add_u64(uint32_t action, uint64_t time_ns, uint64_t sector, uint32_t bytes, uint64_t value) {

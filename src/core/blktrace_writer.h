@@ -59,7 +59,11 @@ class Writer {
   };
 
   Writer() = default;
-  void append(unsigned cpu, const Record& r, const void* pdu);
+  // The fields every record of this writer's calling thread shares.
+  Record header(unsigned cpu, uint32_t action, uint64_t time_ns, uint16_t pdu_len) const;
+  // Copies r and its payload into the CPU's buffer; `numbered` gives it the
+  // CPU's next sequence number.
+  void append(unsigned cpu, const Record& r, const void* pdu, bool numbered);
   void notify_thread(unsigned cpu, uint64_t time_ns);
   void drain();
   void run();
