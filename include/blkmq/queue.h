@@ -161,6 +161,13 @@ class Queue {
 
   const QueueLimits& limits() const;
   const std::string& name() const;
+  // The device number blktrace records, the `dev` attribute and a sysfs
+  // tree carry: major kDevMajor, and a minor unique among the queues this
+  // process has created (from 0, never reused). 240 is the first of
+  // Linux's majors for local/experimental use (devices.txt), so no real
+  // device's records mix with a blkmq device's in blkparse or btt.
+  static constexpr unsigned kDevMajor = 240;
+  unsigned dev_minor() const;
   TagSet& tag_set() const;
   DiskStat disk_stat() const;
   unsigned nr_hw_queues() const;

@@ -191,6 +191,7 @@ const Attr kAttrs[] = {
     {"stat", show_stat, nullptr},
     {"inflight", show_inflight, nullptr},
     {"size", [](const QueueImpl* q) { return u(q->limits_.capacity_sectors); }, nullptr},
+    {"dev", [](const QueueImpl* q) { return u(Queue::kDevMajor) + ":" + u(q->minor_); }, nullptr},
     // /sys/block/<dev>/ro; writable here, as the BLKROSET ioctl sets it.
     {"ro", [](const QueueImpl* q) { return u(q->tun_.read_only.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {

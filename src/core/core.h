@@ -251,6 +251,7 @@ class QueueImpl final : public Queue {
 
   TagSetImpl* set_;
   QueueConfig cfg_;
+  unsigned minor_ = 0;  // see Queue::dev_minor
   QueueLimits limits_;
   const DriverOps* ops_;
   QueueTunables tun_;

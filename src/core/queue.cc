@@ -25,6 +25,8 @@ HctxType type_of_index(const TagSetImpl* set, unsigned idx) {
 
 QueueImpl::QueueImpl(TagSetImpl* set, const QueueConfig& cfg)
     : set_(set), cfg_(cfg), limits_(cfg.limits), ops_(set->cfg().ops) {
+  static std::atomic<unsigned> next_minor{0};
+  minor_ = next_minor.fetch_add(1, std::memory_order_relaxed);
   clock_.store(cfg.clock, std::memory_order_relaxed);
 }
 
@@ -274,6 +276,7 @@ int Queue::poll(const Bio* bio) {
 
 const QueueLimits& Queue::limits() const { return to_impl(this)->limits_; }
 const std::string& Queue::name() const { return to_impl(this)->cfg_.name; }
+unsigned Queue::dev_minor() const { return to_impl(this)->minor_; }
 TagSet& Queue::tag_set() const { return *to_impl(this)->set_; }
 unsigned Queue::nr_hw_queues() const { return to_impl(this)->nr_hw_queues_; }
 
