@@ -72,6 +72,18 @@ struct HctxStats {
   uint64_t dispatch_busy = 0; // current EWMA value
 };
 
+// What Queue::stop_blktrace found.
+struct BlktraceResult {
+  bool was_running = false;
+  std::string path_prefix;    // <dir>/<name>: blkparse -i this
+  uint64_t dropped = 0;       // events lost to full buffers
+  uint64_t write_errors = 0;  // buffers the files did not take
+};
+
+// Per-CPU buffer of a blktrace when start_blktrace is given 0: 2 MiB, the
+// blktrace tool's default (buf_size 512 KiB x buf_nr 4).
+constexpr size_t kBlktraceDefaultBuffer = 2u << 20;
+
 class Queue {
  public:
   // Creates a queue on the tag set (several queues may share one set: their
@@ -158,6 +170,20 @@ class Queue {
   // while other threads still submit to it: they see errors, stop, and
   // then the queue is destroyed. Irreversible, idempotent; any thread.
   void mark_dead();
+
+  // blktrace: records the kernel's block trace events of this queue (Q G I
+  // D C M F P U R X S and process names; see src/core/trace.h) into
+  // <dir>/<name>.blktrace.<cpu>, the files `blkparse -i <dir>/<name>`, btt
+  // and iowatcher read, as `blktrace -d` writes them for a kernel device.
+  // Events go to per-CPU buffers of `buffer_bytes_per_cpu` (0: the
+  // default); a writer thread empties them every 5 ms; a full buffer drops
+  // events, counted. Error if one is running or a file cannot be made.
+  // The same as writing trace/dir and then 1 to trace/enable. Task context.
+  Status start_blktrace(const std::string& dir, size_t buffer_bytes_per_cpu = 0);
+  // Stops it; on return every event recorded is in the files, which are
+  // closed. An event racing the stop may be dropped. Nothing running: a
+  // result with was_running false. Task context.
+  BlktraceResult stop_blktrace();
 
   const QueueLimits& limits() const;
   const std::string& name() const;

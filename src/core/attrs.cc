@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/core.h"
+#include "core/trace.h"
 
 namespace blkmq {
 namespace {
@@ -191,6 +192,31 @@ const Attr kAttrs[] = {
     {"stat", show_stat, nullptr},
     {"inflight", show_inflight, nullptr},
     {"size", [](const QueueImpl* q) { return u(q->limits_.capacity_sectors); }, nullptr},
+    // /sys/block/<dev>/trace/enable, and where the files go: the kernel
+    // hands events to the blktrace tool through debugfs instead.
+    {"trace/enable", [](const QueueImpl* q) { return u(tracer(q) != nullptr); },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       auto n = parse_uint("trace/enable", v, 0, 1);
+       if (!n) return n.status();
+       std::lock_guard<std::mutex> l(q->trace_lock_);
+       if (bool(*n) == (tracer(q) != nullptr)) return Status::ok();  // as the kernel: no change
+       if (!*n) {
+         trace_stop_locked(q);
+         return Status::ok();
+       }
+       return trace_start_locked(q, q->trace_dir_, kBlktraceDefaultBuffer);
+     }},
+    {"trace/dir",
+     [](const QueueImpl* q) {
+       std::lock_guard<std::mutex> l(const_cast<QueueImpl*>(q)->trace_lock_);
+       return q->trace_dir_;
+     },
+     [](QueueImpl* q, std::string_view v) -> Status {
+       std::lock_guard<std::mutex> l(q->trace_lock_);
+       if (tracer(q)) return Status::error(EBUSY, "trace/dir: a trace is running; write 0 to trace/enable first");
+       q->trace_dir_ = trim(v);
+       return Status::ok();
+     }},
     {"dev", [](const QueueImpl* q) { return u(Queue::kDevMajor) + ":" + u(q->minor_); }, nullptr},
     // /sys/block/<dev>/ro; writable here, as the BLKROSET ioctl sets it.
     {"ro", [](const QueueImpl* q) { return u(q->tun_.read_only.load()); },

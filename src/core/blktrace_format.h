@@ -24,7 +24,7 @@ struct Record {
   uint32_t pid;       // the thread that caused it
   uint32_t device;    // the kernel's dev_t: major << 20 | minor
   uint32_t cpu;
-  uint16_t error;     // completion status, a positive errno
+  uint16_t error;     // completion status: the negative errno, truncated as the kernel does
   uint16_t pdu_len;   // payload bytes after the record
 };
 static_assert(sizeof(Record) == 48, "struct blk_io_trace is 48 bytes");

@@ -68,11 +68,23 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const std::
   return w;
 }
 
-Writer::~Writer() {
+Writer::~Writer() { close(); }
+
+void Writer::close() {
+  if (fds_.empty()) return;
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
   drain();
   for (int fd : fds_) ::close(fd);
+  fds_.clear();
+  for (unsigned c = 0; c < nr_cpus_; c++) {
+    CpuBuffer& b = cpus_[c];
+    b.lock.lock();
+    b.closed = true;
+    std::vector<uint8_t>().swap(b.data);
+    b.lock.unlock();
+    std::vector<uint8_t>().swap(spare_[c]);
+  }
 }
 
 Record Writer::header(unsigned cpu, uint32_t action, uint64_t time_ns, uint16_t pdu_len) const {
@@ -91,7 +103,7 @@ void Writer::append(unsigned cpu, const Record& r, const void* pdu, bool numbere
   CpuBuffer& b = cpus_[cpu];
   const size_t n = sizeof(Record) + r.pdu_len;
   b.lock.lock();
-  if (b.data.size() + n > capacity_) {
+  if (b.closed || b.data.size() + n > capacity_) {
     b.lock.unlock();
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;

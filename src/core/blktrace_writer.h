@@ -28,9 +28,13 @@ class Writer {
   // (make_dev). Error if a file cannot be created. Task context.
   static Result<std::unique_ptr<Writer>> open(const std::string& dir, const std::string& dev_name,
                                               uint32_t device, size_t buffer_bytes_per_cpu = 1 << 20);
-  // Writes out everything recorded and closes the files. Nothing may call
-  // add() any more.
+  // close(), if it was not called.
   ~Writer();
+  // Stops the writer thread, writes out everything recorded and closes the
+  // files; frees the buffers. add() may still be called, by a thread that
+  // picked this writer up just before its owner stopped tracing: such an
+  // event is dropped (and counted). Task context; idempotent.
+  void close();
 
   // Records one event on the calling CPU, stamped with `time_ns`, the
   // calling thread and CPU, and the next sequence number of that CPU; the
@@ -56,6 +60,7 @@ class Writer {
     base::SpinLock lock;
     std::vector<uint8_t> data;  // capacity reserved at open, never grown
     uint32_t sequence = 0;
+    bool closed = false;
   };
 
   Writer() = default;

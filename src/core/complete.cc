@@ -2,6 +2,7 @@
 // requests, I/O accounting, batches, and driver-initiated requeue.
 #include "base/clock.h"
 #include "core/core.h"
+#include "core/trace.h"
 #include "core/time.h"
 
 namespace blkmq {
@@ -85,6 +86,7 @@ void start_request(Request* rq) {
   set_deadline(rq);
   const uint64_t expiry = timer_expiry(rq);
   if (rq->tag >= 0) h->tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_relaxed);
+  trace_rq(rq, blktrace::kIssue);
   rq->state.store(RqState::in_flight, std::memory_order_release);
   // From here the timeout handler may end rq (a driver that completes from
   // it, as null's fake timeouts do), so only locals are used. The timer is
@@ -148,6 +150,7 @@ void end_request_internal(Request* rq, BlkStatus st) {
 
 void end_request(Request* rq, BlkStatus st) {
   rq->state.store(RqState::complete, std::memory_order_relaxed);
+  trace_rq(rq, blktrace::kComplete, st);
   // A step of the flush sequence: the machinery decides what comes next and
   // ends the bios when the whole sequence is done.
   if (rq->rq_flags & kRqfFlushSeq) {
@@ -210,6 +213,7 @@ void end_request_batch(IoCompBatch* iob) {
   HwCtxImpl* cur = nullptr;
   while (Request* rq = iob->reqs.pop_front()) {
     rq->state.store(RqState::complete, std::memory_order_relaxed);
+    trace_rq(rq, blktrace::kComplete, rq->status);
     while (update_request(rq, rq->status, rq->data_len)) {
     }
     if (rq->rq_flags & kRqfIoStat) account_io_done(rq, blk_time_get_ns(to_impl(rq->q)));

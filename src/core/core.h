@@ -23,6 +23,9 @@
 #include "core/kblockd.h"
 
 namespace blkmq {
+namespace blktrace {
+class Writer;
+}
 
 class QueueImpl;
 class TagSetImpl;
@@ -295,6 +298,14 @@ class QueueImpl final : public Queue {
   // mq-deadline style queue-wide scheduler flag
   std::atomic<bool> sq_sched_{false};  // read by queue runs outside any lock
   std::atomic<bool> stats_enabled_{false};  // kRqfStats on new requests
+  // blktrace (core/trace.h): the live writer, read by every traced event
+  // with one acquire load; writers that were stopped stay allocated (their
+  // files closed, buffers freed) until the queue dies, so an event racing
+  // a stop never touches freed memory.
+  std::atomic<blktrace::Writer*> trace_{nullptr};
+  std::mutex trace_lock_;  // start/stop and the trace/ attributes
+  std::string trace_dir_;
+  std::vector<std::unique_ptr<blktrace::Writer>> trace_writers_;
 };
 
 inline QueueImpl* to_impl(Queue* q) { return static_cast<QueueImpl*>(q); }

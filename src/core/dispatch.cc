@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/core.h"
+#include "core/trace.h"
 #include "core/time.h"
 
 namespace blkmq {
@@ -443,7 +444,10 @@ void insert_requests(HwCtxImpl* h, SwCtx* ctx, ListNode* list, bool from_schedul
   }
   const unsigned type = static_cast<unsigned>(h->type);
   unsigned n = 0;
-  for (ListNode* it = list->next; it != list; it = it->next) n++;
+  for (ListNode* it = list->next; it != list; it = it->next) {
+    trace_rq(rq_of(it), blktrace::kInsert);
+    n++;
+  }
   ctx->lock.lock();
   ctx->rq_lists[type].splice_tail(list);
   h->ctx_map.set(ctx->index_hw[type]);
@@ -467,6 +471,8 @@ void dispatch_list(RqList* rqs, bool from_schedule, bool allow_direct) {
   }
   *rqs = rest;
   if (q->elevator_) {
+    if (tracer(q))
+      for (ListNode* it = list.next; it != &list; it = it->next) trace_rq(rq_of(it), blktrace::kInsert);
     q->elevator_->type->ops.insert_requests(h, &list, 0);
     run_hw_queue(h, from_schedule);
   } else {
@@ -493,6 +499,7 @@ void dispatch_busy_update(HwCtxImpl* h, bool busy) {
 }
 
 void requeue_rq_internal(Request* rq) {
+  trace_rq(rq, blktrace::kRequeue);
   put_driver_tag(rq);
   rq->timed_out.store(0, std::memory_order_relaxed);
   RqState expected = RqState::in_flight;
@@ -546,6 +553,7 @@ void run_hw_queues_impl(QueueImpl* q, bool async) {
 void insert_request(Request* rq, uint32_t flags) {
   HwCtxImpl* h = to_impl(rq->mq_hctx);
   QueueImpl* q = h->q;
+  trace_rq(rq, blktrace::kInsert);
   if (rq->rq_flags & (kRqfFlushSeq | kRqfPassthrough)) {
     // Flushes and driver commands go to the head of hctx->dispatch: the
     // device may refuse normal I/O until such a command ran.

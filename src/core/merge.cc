@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/core.h"
+#include "core/trace.h"
 
 namespace blkmq {
 namespace {
@@ -54,10 +55,12 @@ MergeResult attempt_bio_merge(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_s
   if (!merge_allowed(q, rq, bio)) return MergeResult::none;
   if (rq->end_sector() == bio->sector) {
     if (!fits(q, rq, bio, nr_segs)) return MergeResult::failed;
+    trace_bio(q, bio, blktrace::kBackMerge);
     rq->biotail->bi_next = bio;
     rq->biotail = bio;
   } else if (rq->sector == bio->end_sector()) {
     if (!fits(q, rq, bio, nr_segs)) return MergeResult::failed;
+    trace_bio(q, bio, blktrace::kFrontMerge);
     bio->bi_next = rq->bio;
     rq->bio = bio;
     rq->sector = bio->sector;
@@ -164,6 +167,7 @@ bool merge_requests(QueueImpl* q, Request* rq, Request* next) {
     return false;
   ElevatorQueue* eq = q->elevator_;
   if (eq->type->ops.allow_merge && next->bio && !eq->type->ops.allow_merge(q, rq, next->bio)) return false;
+  trace_rq(next, blktrace::kBackMerge);
   rq->biotail->bi_next = next->bio;
   rq->biotail = next->biotail;
   rq->data_len += next->data_len;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/core.h"
+#include "core/trace.h"
 #include "core/time.h"
 
 namespace blkmq {
@@ -17,9 +18,29 @@ unsigned plug_max_rq_count(const PlugState* p) {
   return p->multiple_queues ? 2 * kPlugMaxRequests : kPlugMaxRequests;
 }
 
+// U (or UT from schedule) for each queue with requests in the plug, with
+// how many it holds, as blk_mq_dispatch_plug_list reports each queue's.
+void trace_unplug(const PlugState* p, bool from_schedule) {
+  const uint32_t action = from_schedule ? blktrace::kUnplugTimer : blktrace::kUnplugIo;
+  if (!p->multiple_queues) {
+    trace_plug(to_impl(p->mq_list.head->q), action, p->rq_count);
+    return;
+  }
+  // Rare and only with several queues: a pass per queue, each counted once.
+  for (const Request* rq = p->mq_list.head; rq; rq = rq->rq_next) {
+    bool seen = false;
+    for (const Request* e = p->mq_list.head; e != rq && !seen; e = e->rq_next) seen = e->q == rq->q;
+    if (seen || !tracer(to_impl(rq->q))) continue;
+    unsigned depth = 0;
+    for (const Request* e = rq; e; e = e->rq_next) depth += e->q == rq->q;
+    trace_plug(to_impl(rq->q), action, depth);
+  }
+}
+
 // blk_mq_flush_plug_list: issue the held requests.
 void flush_plug_list(PlugState* p, bool from_schedule) {
   if (!p->rq_count) return;
+  trace_unplug(p, from_schedule);
   p->rq_count = 0;
   RqList list = p->mq_list;
   p->mq_list.clear();
@@ -50,6 +71,7 @@ void add_rq_to_plug(PlugState* p, Request* rq) {
     flush_plug_list(p, false);
     last = nullptr;
   }
+  if (!p->rq_count) trace_plug(to_impl(rq->q), blktrace::kPlug);
   if (last && last->q != rq->q) p->multiple_queues = true;
   if (rq->rq_flags & kRqfSchedTags) p->has_elevator = true;
   p->mq_list.push_back(rq);

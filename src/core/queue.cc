@@ -6,8 +6,10 @@
 #include "base/event.h"
 #include "base/percpu.h"
 #include "blkmq/plug.h"
+#include "core/blktrace_writer.h"
 #include "core/core.h"
 #include "core/time.h"
+#include "core/trace.h"
 
 namespace blkmq {
 namespace {
@@ -229,6 +231,8 @@ QueueImpl::~QueueImpl() {
   }
   for (auto& h : hctx_graveyard_) h->run_work.cancel_sync();
   flush_queue_free(fq_);
+  std::lock_guard<std::mutex> l(trace_lock_);  // the drained I/O's events go in the files
+  trace_stop_locked(this);
 }
 
 Queue::~Queue() = default;

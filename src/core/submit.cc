@@ -8,6 +8,7 @@
 #include "base/event.h"
 #include "blkmq/plug.h"
 #include "core/core.h"
+#include "core/trace.h"
 
 namespace blkmq {
 namespace {
@@ -258,6 +259,7 @@ void submit_one(QueueImpl* q, Bio* bio) {
       return;
     }
   }
+  trace_bio(q, bio, blktrace::kGetRq);
   bio_to_request(rq, bio, nr_segs);
   if ((bio->op == ReqOp::flush || (bio->flags & (kBioPreflush | kBioFua))) && insert_flush(rq)) return;
 
@@ -295,7 +297,12 @@ void submit_checked(QueueImpl* q, Bio* bio) {
   }
   SplitParent* raw = sp.release();  // freed by the last child's end_io
   const size_t n = raw->children.size();
-  for (size_t i = 0; i < n; i++) submit_one(q, &raw->children[i]);
+  for (size_t i = 0; i < n; i++) {
+    // The kernel splits off one front part at a time and resubmits the
+    // rest: X names each front part and where the rest starts.
+    if (i + 1 < n) trace_split(q, &raw->children[i], raw->children[i + 1].sector);
+    submit_one(q, &raw->children[i]);
+  }
 }
 
 }  // namespace
@@ -324,6 +331,7 @@ void Queue::submit_bio(Bio* bio) {
     fail_bio(bio, st);
     return;
   }
+  trace_bio(q, bio, blktrace::kQueue);
   // __submit_bio once wrapped every bio in a plug; queue/submit_plug=implicit
   // brings that back (seed 000's "before").
   if (!current_plug_state() && q->tun_.submit_plug_implicit.load(std::memory_order_relaxed)) {

@@ -8,6 +8,7 @@
 #include "base/sbitmap.h"
 #include "blkmq/plug.h"
 #include "core/core.h"
+#include "core/trace.h"
 #include "core/time.h"
 
 namespace blkmq {
@@ -111,6 +112,7 @@ int get_tag_slow(AllocData& d) {
     }
     // About to sleep: flush this thread's plug as the scheduler would.
     flush_current_plug(true);
+    trace_alloc(d.q, d.op, d.cmd_flags, blktrace::kSleepRq);
     waiter.wait(0);
     bt.remove_wait(wq, waiter.entry());
     base::SbitmapQueue* old = &bt;

@@ -16,35 +16,17 @@
 
 #include "core/blktrace_format.h"
 #include "core/blktrace_writer.h"
+#include "support/blkparse.h"
 
 namespace blkmq::test {
 namespace {
 
 using namespace blkmq::blktrace;
 
-bool have_blkparse() { return std::system("blkparse -V >/dev/null 2>&1") == 0; }
-
-// blkparse's default text output of <prefix>, its event lines split into
-// fields: dev cpu seq time pid action rwbs rest...
-std::vector<std::vector<std::string>> blkparse(const std::string& prefix) {
-  std::vector<std::vector<std::string>> lines;
-  FILE* p = popen(("blkparse -q -i " + prefix + " 2>&1").c_str(), "r");
-  if (!p) return lines;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p)) {
-    std::istringstream in(buf);
-    std::vector<std::string> f;
-    for (std::string w; in >> w;) f.push_back(w);
-    if (f.size() >= 7 && f[0].find(',') != std::string::npos) lines.push_back(f);
-  }
-  pclose(p);
-  return lines;
-}
-
 std::string dir_for(const char* name) { return testing::TempDir() + "blkmq_blktrace_" + name; }
 
 TEST(BlkTrace, BlkparseReadsEveryActionWithItsFlags) {
-  if (!have_blkparse()) GTEST_SKIP() << "blkparse (blktrace package) not installed";
+  if (!have_blktrace_tools()) GTEST_SKIP() << "blkparse (blktrace package) not installed";
   const std::string dir = dir_for("actions");
   std::string prefix;
   std::thread t([&] {
@@ -108,7 +90,7 @@ TEST(BlkTrace, BlkparseReadsEveryActionWithItsFlags) {
 // sequence numbers from 1 and no gaps, so blkparse sees every event and
 // reports no skips.
 TEST(BlkTrace, ManyThreadsLoseNothing) {
-  if (!have_blkparse()) GTEST_SKIP() << "blkparse (blktrace package) not installed";
+  if (!have_blktrace_tools()) GTEST_SKIP() << "blkparse (blktrace package) not installed";
   const std::string dir = dir_for("threads");
   std::string prefix;
   {
