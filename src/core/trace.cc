@@ -19,7 +19,10 @@ void trace_split_slow(Writer* w, const QueueImpl* q, const Bio* front, uint64_t 
 
 void trace_rq_slow(Writer* w, const Request* rq, uint32_t action, BlkStatus st) {
   const bool pc = rq->rq_flags & kRqfPassthrough;
-  const uint32_t cats = blktrace::io_categories(rq->op, rq->cmd_flags) |
+  // A read request carries kBioSync for the schedulers (op_is_sync); the
+  // kernel's REQ_SYNC is not set on reads, so blkparse shows them as R.
+  const uint32_t flags = rq->op == ReqOp::read ? rq->cmd_flags & ~uint32_t{kBioSync} : rq->cmd_flags;
+  const uint32_t cats = blktrace::io_categories(rq->op, flags) |
                         blktrace::tc_act(pc ? blktrace::kTcPc : blktrace::kTcFs);
   // blk_rq_trace_sector: a driver command has no position.
   const uint64_t sector = pc ? 0 : rq->sector;

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "support/blkparse.h"
 #include "support/cli_process.h"
 
 namespace blkmq::test {
@@ -27,6 +28,32 @@ TEST(NbdCli, RunReturnsTheCommandsStatus) {
                                "test -S \"$unixsocket\" && case \"$uri\" in nbd+unix:*) exit 7;; esac"});
   ASSERT_GT(pid, 0);
   EXPECT_EQ(wait_exit(pid), 7);
+}
+
+// --blktrace: the served device's events, from a real client's reads and
+// writes, in the files blkparse reads once the server is gone.
+TEST(NbdCli, BlktraceRecordsTheClientsIo) {
+  if (!have_blktrace_tools() || std::system("command -v qemu-io >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "blktrace or qemu-io not installed";
+  const std::string sock = temp_socket("nbd_trace");
+  const std::string dir = testing::TempDir() + "blkmq_nbd_trace_" + std::to_string(getpid());
+  const pid_t pid = spawn_cli({"nbd", "--driver=null", "--memory_backed=1", "--size=16", "--socket=" + sock,
+                               "--blktrace=" + dir, "--run",
+                               "qemu-io -f raw -c 'write 64k 8k' -c 'read 0 4k' \"$uri\""});
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(wait_exit(pid), 0);
+  const auto lines = blkparse(dir + "/nullb0");
+  const auto q = events(lines, "Q");
+  ASSERT_GE(q.size(), 2u) << "the client's write and read";
+  bool write = false, read = false;
+  for (const auto& l : q) {
+    write |= l[6].find('W') != std::string::npos && l[7] == "128" && l[9] == "16";
+    read |= l[6] == "R" && l[7] == "0" && l[9] == "8";
+  }
+  EXPECT_TRUE(write && read);
+  // qemu-io's closing flush completes without reaching null (no volatile
+  // cache), as the kernel completes it: Q G C and no D.
+  EXPECT_EQ(events(lines, "C").size(), q.size());
 }
 
 // Runs `blkmq nbd ARGS` (shell words); its exit status, *out its output.

@@ -285,6 +285,17 @@ Status lay_out_missing_file(const BenchConfig& cfg) {
   return Status::ok();
 }
 
+// Ends each device's trace; what a full buffer lost goes to stderr, as
+// blktrace reports its drops.
+void stop_traces(const Queues& qs) {
+  for (blkmq::Queue* q : qs) {
+    const blkmq::BlktraceResult r = q->stop_blktrace();
+    if (r.dropped || r.write_errors)
+      std::fprintf(stderr, "blkmq bench: blktrace %s: %llu events dropped, %llu buffers not written\n",
+                   r.path_prefix.c_str(), (unsigned long long)r.dropped, (unsigned long long)r.write_errors);
+  }
+}
+
 }  // namespace
 
 blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
@@ -309,11 +320,15 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
       if (!st) return st;
     }
   }
+  if (!cfg.blktrace_dir.empty())
+    for (blkmq::Queue* q : qs)
+      if (Status st = q->start_blktrace(cfg.blktrace_dir); !st) return st;
   AttrCycler cycler(qs, cfg.cycles);
   cycler.start();
   Snapshot before;
   std::vector<GroupSpan> spans;
   Snapshot after = run_groups(cfg, jobs, qs, &before, &spans);
+  if (!cfg.blktrace_dir.empty()) stop_traces(qs);
   RunReport rep = make_report(cfg, *devs.front(), qs, jobs, before, after);
   rep.groups = std::move(spans);
   rep.cycles = cycler.stop();

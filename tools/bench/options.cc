@@ -248,6 +248,14 @@ std::vector<OptionDef> make_defs() {
       {"output-format", nullptr, false,
        "normal (default), json, or json+ (json with the clat histogram bins); a comma list prints each, JSON first",
        apply_output_format, OptionScope::run},
+      {"blktrace", nullptr, false,
+       "record each device's blktrace events into DIR/<dev>.blktrace.<cpu> (blkparse -i DIR/<dev>)",
+       [](BenchConfig& c, JobSpec&, std::string_view v) {
+         if (v.empty()) return Status::invalid("--blktrace: expected a directory");
+         c.blktrace_dir = std::string(v);
+         return Status::ok();
+       },
+       OptionScope::run},
       {"output", nullptr, false, "write the report to FILE",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
          c.output_file = std::string(v);

@@ -114,6 +114,9 @@ struct BenchConfig {
   std::string output_file;           // empty: stdout
   EtaMode eta = EtaMode::auto_;      // the status line: auto = when stdout is a terminal
   bool group_reporting = false;
+  // --blktrace DIR: each device's blktrace files (<DIR>/<dev>.blktrace.<cpu>,
+  // for blkparse, btt, iowatcher) over the jobs' run. Empty: no trace.
+  std::string blktrace_dir;
   // Queue attributes read from every device when the run ends, before the
   // devices go away (RunReport::attrs). Set by callers such as `blkmq
   // reproduce`, not by an option.

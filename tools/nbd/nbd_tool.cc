@@ -36,10 +36,12 @@ struct Options {
   blkmq::nbd::ServerConfig server;
   std::vector<ExportOpts> exports{1};
   std::string run;
+  std::string blktrace_dir;  // --blktrace: every export's device traced while serving
 };
 
 constexpr const char* kUsage =
     "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--run CMD]\n"
+    "                 [--blktrace DIR]\n"
     "                 [--tls=off|on|require (--tls-certificates=DIR [--tls-verify-peer] | --tls-psk=FILE)]\n"
     "                 EXPORT [--export NAME EXPORT ...]\n"
     "  EXPORT: [--name NAME] [--description TEXT] [--read-only] [--weight W] [--alias NAME=W ...]\n"
@@ -53,7 +55,9 @@ constexpr const char* kUsage =
     "TLS (STARTTLS, through GnuTLS): --tls=on offers it, --tls=require serves nothing without it.\n"
     "--tls-certificates=DIR holds server-cert.pem, server-key.pem, ca-cert.pem (needed by --tls-verify-peer,\n"
     "which requires client certificates signed by that CA) and optionally ca-crl.pem; --tls-psk=FILE holds\n"
-    "psktool's username:hexkey lines.\n";
+    "psktool's username:hexkey lines.\n"
+    "--blktrace DIR records each device's blktrace events while serving, into DIR/<dev>.blktrace.<cpu>\n"
+    "(blkparse -i DIR/<dev>, btt, iowatcher).\n";
 
 int bad(const std::string& msg) {
   std::fprintf(stderr, "blkmq nbd: %s\n%s", msg.c_str(), kUsage);
@@ -159,6 +163,7 @@ int parse(int argc, char** argv, Options* o) {
     else if (key == "tls-psk") o->server.tls.psk_file = value;
     else if (key == "connections" && number(value, 1, 4096, &n)) o->server.max_connections = static_cast<unsigned>(n);
     else if (key == "run") o->run = value;
+    else if (key == "blktrace" && !value.empty()) o->blktrace_dir = value;
     else if (key == "export") o->exports.emplace_back().name = value;
     else if (key == "port" || key == "connections") return bad("bad value '" + value + "' for --" + key);
     else if (!export_option(key, value, &o->exports.back(), &err)) return bad(err);
@@ -242,6 +247,11 @@ int nbd_main(int argc, char** argv) {
   blkmq::nbd::HandshakeConfig hs;
   std::vector<Export> exports;
   if (blkmq::Status st = make_exports(o, &devs, &hs, &exports); !st) return bad(st.message());
+  // Each device is traced until it is destroyed on the way out, which
+  // drains its last requests first.
+  if (!o.blktrace_dir.empty())
+    for (const auto& d : devs)
+      if (blkmq::Status st = d->queue().start_blktrace(o.blktrace_dir); !st) return bad(st.message());
   auto server = blkmq::nbd::Server::listen(o.server, hs, exports);
   if (!server) return bad(server.status().message());
   blkmq::nbd::Server& s = **server;

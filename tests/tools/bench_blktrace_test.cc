@@ -1,0 +1,101 @@
+// blkmq bench --blktrace, read by the real blkparse and btt: the trace
+// holds every I/O the bench reports, btt's Q2C agrees with the bench's own
+// latency, and a scheduler's reordering shows (D order differs from Q
+// order) where none's does not.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/bench_run.h"
+#include "support/blkparse.h"
+
+namespace bench {
+namespace {
+
+using blkmq::test::BlkparseLine;
+
+struct TracedRun {
+  nlohmann::json job;  // the job's report
+  std::vector<BlkparseLine> lines;
+  std::string prefix;
+};
+
+TracedRun traced_run(const std::string& stem, std::vector<std::string> args) {
+  TracedRun r;
+  const std::string dir = temp_path("blktrace", stem);
+  const std::string json = dir + ".json";
+  std::filesystem::remove_all(dir);
+  args.insert(args.end(), {"--name=t", "--blktrace=" + dir, "--output-format=json", "--output=" + json});
+  EXPECT_EQ(run_bench(args), 0);
+  r.job = read_json(json)["jobs"][0];
+  r.prefix = dir + "/nullb0";
+  r.lines = blkmq::test::blkparse(r.prefix);
+  return r;
+}
+
+std::vector<long long> sectors(const std::vector<BlkparseLine>& lines, const char* action) {
+  std::vector<long long> s;
+  for (const auto& l : blkmq::test::events(lines, action)) s.push_back(blkmq::test::event_sector(l));
+  return s;
+}
+
+TEST(BenchBlktrace, BlkparseAndBttCountEveryIoAndAgreeOnLatency) {
+  if (!blkmq::test::have_blktrace_tools()) GTEST_SKIP() << "blktrace package not installed";
+  // A device that takes 100 us: what btt measures is the device's time,
+  // not this machine's scheduling noise.
+  TracedRun r = traced_run("count", {"--rw=randread", "--bs=4k", "--iodepth=4", "--runtime=1", "--time_based",
+                                     "--irqmode=2", "--completion_nsec=100000"});
+  const long long ios = r.job["read"]["total_ios"].get<long long>();
+  ASSERT_GT(ios, 1000);
+  EXPECT_EQ(static_cast<long long>(blkmq::test::events(r.lines, "Q").size()), ios);
+  EXPECT_EQ(static_cast<long long>(blkmq::test::events(r.lines, "C").size()), ios);
+  const std::string report = blkmq::test::btt_report(r.prefix);
+  double q2c = 0, d2c = 0;
+  long long nq = 0, nd = 0;
+  ASSERT_TRUE(blkmq::test::btt_row(report, "Q2C", &q2c, &nq)) << report;
+  ASSERT_TRUE(blkmq::test::btt_row(report, "D2C", &d2c, &nd)) << report;
+  EXPECT_EQ(nq, ios);
+  EXPECT_EQ(nd, ios);
+  // The bench's latency starts before submit_bio (Q) and ends after the
+  // completion (C) reaches the job: a little above Q2C, never below.
+  const double lat_s = r.job["read"]["lat_ns"]["mean"].get<double>() * 1e-9;
+  EXPECT_GT(q2c, 100e-6);
+  EXPECT_NEAR(q2c, lat_s, 0.15 * lat_s) << "btt Q2C " << q2c << " s, bench lat " << lat_s << " s";
+  EXPECT_LE(d2c, q2c);
+}
+
+// Batches of 16 random writes submitted in one plug: mq-deadline sorts
+// each batch by sector; none issues it as submitted. Merging is off, so
+// that each write is one request under both.
+TEST(BenchBlktrace, SchedulerRunReordersAndNoneDoesNot) {
+  if (!blkmq::test::have_blktrace_tools()) GTEST_SKIP() << "blktrace package not installed";
+  const std::vector<std::string> base = {"--rw=randwrite", "--bs=4k", "--iodepth=16", "--iodepth_batch_submit=16",
+                                         "--iodepth_batch_complete=16", "--size=2m", "--irqmode=2",
+                                         "--completion_nsec=50000",
+                                         "--attr=queue/nomerges=2"};  // each write its own request
+  auto with = [&](const char* sched) {
+    std::vector<std::string> a = base;
+    a.push_back(std::string("--scheduler=") + sched);
+    return a;
+  };
+  TracedRun none = traced_run("none", with("none"));
+  TracedRun dl = traced_run("deadline", with("mq-deadline"));
+  ASSERT_EQ(sectors(none.lines, "Q").size(), 512u);
+  ASSERT_EQ(sectors(dl.lines, "Q").size(), 512u);
+  EXPECT_EQ(sectors(none.lines, "D"), sectors(none.lines, "Q"));
+  const auto q = sectors(dl.lines, "Q"), d = sectors(dl.lines, "D");
+  ASSERT_EQ(d.size(), q.size());
+  size_t moved = 0;
+  for (size_t i = 0; i < q.size(); i++) moved += q[i] != d[i];
+  EXPECT_GT(moved, q.size() / 2) << "mq-deadline dispatched most writes out of submission order";
+  EXPECT_EQ(blkmq::test::events(dl.lines, "I").size(), 512u);
+  EXPECT_TRUE(blkmq::test::events(none.lines, "I").empty()) << "none issues from the plug directly";
+}
+
+}  // namespace
+}  // namespace bench
