@@ -1,11 +1,14 @@
-// blkmq bench --blktrace, read by the real blkparse and btt: the trace
+// blkmq bench --blktrace, read by the real blkparse, btt and iowatcher: the trace
 // holds every I/O the bench reports, btt's Q2C agrees with the bench's own
 // latency, and a scheduler's reordering shows (D order differs from Q
 // order) where none's does not.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -67,6 +70,18 @@ TEST(BenchBlktrace, BlkparseAndBttCountEveryIoAndAgreeOnLatency) {
   EXPECT_GT(q2c, 100e-6);
   EXPECT_NEAR(q2c, lat_s, 0.15 * lat_s) << "btt Q2C " << q2c << " s, bench lat " << lat_s << " s";
   EXPECT_LE(d2c, q2c);
+
+  // iowatcher draws it: its graphs' titles, and a mark per I/O on the
+  // Device IO graph.
+  const std::string dir = r.prefix.substr(0, r.prefix.rfind('/'));
+  ASSERT_EQ(std::system(("cd " + dir + " && iowatcher -t nullb0 -o graphs.svg >/dev/null 2>&1").c_str()), 0);
+  std::ifstream f(dir + "/graphs.svg");
+  const std::string svg((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const char* title : {"Device IO", "Throughput", "IOPs", "IO Latency", "Queue Depth"})
+    EXPECT_NE(svg.find(title), std::string::npos) << title;
+  size_t marks = 0;
+  for (size_t at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) marks++;
+  EXPECT_GT(static_cast<long long>(marks), ios / 2);
 }
 
 // Batches of 16 random writes submitted in one plug: mq-deadline sorts
