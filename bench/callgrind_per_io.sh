@@ -4,7 +4,9 @@
 # cancel out. Compares `blkmq bench` on the null device with fio's null
 # engine. With scheduler names after the binary, measures `blkmq bench` on
 # the null device once per scheduler instead (the per-scheduler cost).
-# Usage: bench/callgrind_per_io.sh [path/to/blkmq [scheduler...]]
+# EXTRA: more options for blkmq bench (e.g. EXTRA=--blktrace=/tmp/t, the
+# cost of tracing).
+# Usage: [EXTRA=...] bench/callgrind_per_io.sh [path/to/blkmq [scheduler...]]
 set -euo pipefail
 BLKMQ=${1:-build/release/tools/blkmq}
 [ $# -gt 0 ] && shift
@@ -22,9 +24,9 @@ per_io() {  # label, command prefix
 if [ $# -gt 0 ]; then
   for sched in "$@"; do
     per_io "blkmq bench, null irqmode=0, scheduler=$sched" \
-      "$BLKMQ" bench --driver=null --irqmode=0 --scheduler="$sched" $JOB
+      "$BLKMQ" bench --driver=null --irqmode=0 --scheduler="$sched" $JOB ${EXTRA:-}
   done
   exit 0
 fi
-per_io "blkmq bench, null irqmode=0" "$BLKMQ" bench --driver=null --irqmode=0 $JOB
+per_io "blkmq bench, null irqmode=0" "$BLKMQ" bench --driver=null --irqmode=0 $JOB ${EXTRA:-}
 per_io "fio, ioengine=null" fio --thread --ioengine=null $JOB

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/event.h"
 #include "base/percpu.h"
 #include "base/thread.h"
 
@@ -73,6 +74,7 @@ Writer::~Writer() { close(); }
 void Writer::close() {
   if (fds_.empty()) return;
   stop_.store(true);
+  kick();
   if (thread_.joinable()) thread_.join();
   drain();
   for (int fd : fds_) ::close(fd);
@@ -115,6 +117,8 @@ void Writer::append(unsigned cpu, const Record& r, const void* pdu, bool numbere
   std::memcpy(b.data.data() + at, &rec, sizeof rec);
   if (r.pdu_len) std::memcpy(b.data.data() + at + sizeof rec, pdu, r.pdu_len);
   b.lock.unlock();
+  // Once per buffer-full at most: a wake-up costs a system call.
+  if (at < capacity_ / 2 && at + n >= capacity_ / 2) kick();
 }
 
 // A process notify record: the thread's id and name, which blkparse prints
@@ -159,18 +163,25 @@ void Writer::drain() {
   }
 }
 
+void Writer::kick() {
+  kick_.fetch_add(1, std::memory_order_release);
+  base::futex_wake(&kick_, 1);
+}
+
 void Writer::run() {
+  const uint64_t period_ns = std::chrono::nanoseconds(kDrainPeriod).count();
   while (!stop_.load()) {
+    const uint32_t seen = kick_.load(std::memory_order_acquire);
     const uint64_t want = flush_requests_.load();
     drain();
     flushed_.store(want);
-    for (int i = 0; i < 5 && !stop_.load() && flush_requests_.load() == want; i++)
-      std::this_thread::sleep_for(kDrainPeriod / 5);
+    if (!stop_.load() && flush_requests_.load() == want) base::futex_wait(&kick_, seen, period_ns);
   }
 }
 
 void Writer::flush() {
   const uint64_t want = flush_requests_.fetch_add(1) + 1;
+  kick();
   while (flushed_.load() < want && !stop_.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 

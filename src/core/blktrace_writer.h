@@ -3,8 +3,8 @@
 // blktrace tool's output, made by blkmq itself since its requests never
 // reach the kernel's block layer. Events go into a per-CPU buffer (no lock
 // shared between CPUs, nothing written on the traced path); a writer thread
-// moves the buffers to the files every few milliseconds, as the kernel's
-// relay channels are drained by blktrace.
+// moves the buffers to the files every few milliseconds, or as soon as one
+// is half full, as the kernel's relay channels are drained by blktrace.
 #pragma once
 
 #include <atomic>
@@ -84,6 +84,10 @@ class Writer {
   std::atomic<uint64_t> dropped_{0}, write_errors_{0};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> flush_requests_{0}, flushed_{0};
+  // Wakes the writer before its period ends: a CPU's buffer reached half
+  // its size, a flush was asked for, or the writer is stopping.
+  std::atomic<uint32_t> kick_{0};
+  void kick();
   std::thread thread_;
 };
 
