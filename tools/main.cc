@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bench/bench.h"
+#include "control/control.h"
 #include "nbd/nbd_tool.h"
 #include "reproduce/reproduce.h"
 
@@ -20,6 +21,8 @@ constexpr Command kCommands[] = {
     {"reproduce", "the four seed experiments side by side with the seeds' numbers (blkmq reproduce --help)",
      repro::reproduce_main},
     {"nbd", "serve a blkmq device to NBD clients (blkmq nbd --help)", nbdtool::nbd_main},
+    {"attr", "read and write the attributes of a running blkmq process (blkmq attr --help)", control::attr_main},
+    {"stat", "iostat-style lines of a running blkmq process's devices (blkmq stat --help)", control::stat_main},
 };
 
 int usage(FILE* out) {

@@ -24,6 +24,7 @@
 #include "bench/options.h"
 #include "bench/report.h"
 #include "bench/status_line.h"
+#include "control/control.h"
 #include "reproduce/compare.h"
 
 namespace bench {
@@ -320,6 +321,12 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
       if (!st) return st;
     }
   }
+  std::unique_ptr<control::Server> ctl;
+  if (!cfg.control_path.empty()) {
+    auto c = control::Server::start(cfg.control_path, qs);
+    if (!c) return c.status();
+    ctl = std::move(*c);
+  }
   if (!cfg.blktrace_dir.empty())
     for (blkmq::Queue* q : qs)
       if (Status st = q->start_blktrace(cfg.blktrace_dir); !st) return st;
@@ -339,6 +346,7 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
   }
   // Completion threads may still be returning from end_io: stop them (by
   // destroying the devices) before the jobs' units go away.
+  ctl.reset();
   devs.clear();
   jobs.clear();
   return rep;

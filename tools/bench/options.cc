@@ -256,6 +256,14 @@ std::vector<OptionDef> make_defs() {
          return Status::ok();
        },
        OptionScope::run},
+      {"control", nullptr, false,
+       "listen on the Unix socket PATH (owner-only) for blkmq attr / blkmq stat during the run",
+       [](BenchConfig& c, JobSpec&, std::string_view v) {
+         if (v.empty()) return Status::invalid("--control: expected a socket path");
+         c.control_path = std::string(v);
+         return Status::ok();
+       },
+       OptionScope::run},
       {"output", nullptr, false, "write the report to FILE",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
          c.output_file = std::string(v);

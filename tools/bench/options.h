@@ -117,6 +117,9 @@ struct BenchConfig {
   // --blktrace DIR: each device's blktrace files (<DIR>/<dev>.blktrace.<cpu>,
   // for blkparse, btt, iowatcher) over the jobs' run. Empty: no trace.
   std::string blktrace_dir;
+  // --control PATH: the control socket (blkmq attr, blkmq stat) for the
+  // run's devices while it runs. Empty: none.
+  std::string control_path;
   // Queue attributes read from every device when the run ends, before the
   // devices go away (RunReport::attrs). Set by callers such as `blkmq
   // reproduce`, not by an option.

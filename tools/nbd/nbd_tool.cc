@@ -1,4 +1,5 @@
 #include "nbd/nbd_tool.h"
+#include "control/control.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -37,11 +38,12 @@ struct Options {
   std::vector<ExportOpts> exports{1};
   std::string run;
   std::string blktrace_dir;  // --blktrace: every export's device traced while serving
+  std::string control_path;  // --control: the control socket (blkmq attr, blkmq stat)
 };
 
 constexpr const char* kUsage =
     "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--run CMD]\n"
-    "                 [--blktrace DIR]\n"
+    "                 [--blktrace DIR] [--control PATH]\n"
     "                 [--tls=off|on|require (--tls-certificates=DIR [--tls-verify-peer] | --tls-psk=FILE)]\n"
     "                 EXPORT [--export NAME EXPORT ...]\n"
     "  EXPORT: [--name NAME] [--description TEXT] [--read-only] [--weight W] [--alias NAME=W ...]\n"
@@ -57,7 +59,8 @@ constexpr const char* kUsage =
     "which requires client certificates signed by that CA) and optionally ca-crl.pem; --tls-psk=FILE holds\n"
     "psktool's username:hexkey lines.\n"
     "--blktrace DIR records each device's blktrace events while serving, into DIR/<dev>.blktrace.<cpu>\n"
-    "(blkparse -i DIR/<dev>, btt, iowatcher).\n";
+    "(blkparse -i DIR/<dev>, btt, iowatcher). --control PATH listens there (owner-only) for blkmq attr and\n"
+    "blkmq stat: read and write any attribute of the served devices (switch a scheduler) while they serve.\n";
 
 int bad(const std::string& msg) {
   std::fprintf(stderr, "blkmq nbd: %s\n%s", msg.c_str(), kUsage);
@@ -164,6 +167,7 @@ int parse(int argc, char** argv, Options* o) {
     else if (key == "connections" && number(value, 1, 4096, &n)) o->server.max_connections = static_cast<unsigned>(n);
     else if (key == "run") o->run = value;
     else if (key == "blktrace" && !value.empty()) o->blktrace_dir = value;
+    else if (key == "control" && !value.empty()) o->control_path = value;
     else if (key == "export") o->exports.emplace_back().name = value;
     else if (key == "port" || key == "connections") return bad("bad value '" + value + "' for --" + key);
     else if (!export_option(key, value, &o->exports.back(), &err)) return bad(err);
@@ -252,6 +256,14 @@ int nbd_main(int argc, char** argv) {
   if (!o.blktrace_dir.empty())
     for (const auto& d : devs)
       if (blkmq::Status st = d->queue().start_blktrace(o.blktrace_dir); !st) return bad(st.message());
+  std::unique_ptr<control::Server> ctl;  // stops before the devices go
+  if (!o.control_path.empty()) {
+    std::vector<blkmq::Queue*> qs;
+    for (const auto& d : devs) qs.push_back(&d->queue());
+    auto c = control::Server::start(o.control_path, qs);
+    if (!c) return bad(c.status().message());
+    ctl = std::move(*c);
+  }
   auto server = blkmq::nbd::Server::listen(o.server, hs, exports);
   if (!server) return bad(server.status().message());
   blkmq::nbd::Server& s = **server;

@@ -1,0 +1,73 @@
+// The control socket of a running blkmq process (`--control PATH` on
+// `blkmq bench` and `blkmq nbd`): list its devices and read and write any
+// queue attribute while I/O runs, as one writes /sys/block/<dev>/queue/*
+// of a kernel device. `blkmq attr` and `blkmq stat` are its clients.
+//
+// Protocol: a Unix stream socket; one JSON object a line each way.
+//   {"op":"list"}                          -> {"ok":true,"devices":["nullb0",...]}
+//   {"op":"attrs","dev":D}                 -> {"ok":true,"attrs":["queue/scheduler",...]}
+//   {"op":"get","dev":D,"attr":A}          -> {"ok":true,"value":"..."}
+//   {"op":"set","dev":D,"attr":A,"value":V}-> {"ok":true}
+// A refused request answers {"ok":false,"error":"..."}: an unknown device,
+// op or attribute, a malformed line, or the attribute's own refusal, with
+// the message Queue::set_attr gives (the one `--attr` prints).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "blkmq/blkmq.h"
+
+namespace control {
+
+class Server {
+ public:
+  // Listens on `path` (an existing socket file there is replaced) for
+  // requests about `queues`, which must outlive the server. The socket is
+  // owner-only (0600) before it accepts anyone, and a peer of another user
+  // (other than root) is refused. Serves one connection at a time from its
+  // own thread; an attribute write runs there, as a sysfs write runs in
+  // the writer's task. Task context.
+  static blkmq::Result<std::unique_ptr<Server>> start(const std::string& path, std::vector<blkmq::Queue*> queues);
+  // Stops serving (a request in progress finishes) and removes the socket.
+  ~Server();
+  const std::string& path() const { return path_; }
+
+  // One request line's answer line, without the socket: what a connection
+  // gets. Any thread.
+  std::string handle(const std::string& line) const;
+
+ private:
+  Server() = default;
+  void run();
+  void serve(int fd) const;
+  blkmq::Queue* find(const std::string& dev) const;
+
+  std::string path_;
+  std::vector<blkmq::Queue*> queues_;
+  int listen_fd_ = -1;
+  int stop_pipe_[2] = {-1, -1};
+  std::thread thread_;
+};
+
+// A client connection. Task context; each call a round trip.
+class Client {
+ public:
+  static blkmq::Result<std::unique_ptr<Client>> connect(const std::string& path);
+  ~Client();
+  // Sends one request object's text; the answer's text, or an error if
+  // the connection failed.
+  blkmq::Result<std::string> call(const std::string& request);
+
+ private:
+  int fd_ = -1;
+  std::string pending_;  // bytes read past the last answer line
+};
+
+// `blkmq attr` and `blkmq stat` (argv[0] is the subcommand).
+int attr_main(int argc, char** argv);
+int stat_main(int argc, char** argv);
+
+}  // namespace control

@@ -1,0 +1,171 @@
+// `blkmq attr` and `blkmq stat`: the control socket's command-line clients.
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "control/control.h"
+
+namespace control {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kAttrUsage =
+    "usage: blkmq attr --control PATH [DEV [ATTR[=VALUE]]]\n"
+    "Reads and writes the queue attributes of a running blkmq process (blkmq bench or blkmq nbd started\n"
+    "with --control PATH). No DEV: its devices. DEV: every attribute with its value. DEV ATTR: the value.\n"
+    "DEV ATTR=VALUE: writes it, with the checks and messages of --attr (e.g. queue/scheduler=bfq).\n";
+constexpr const char* kStatUsage =
+    "usage: blkmq stat --control PATH [INTERVAL [COUNT]]\n"
+    "Every INTERVAL seconds (default 1; COUNT times, default until stopped), one line per device of a\n"
+    "running blkmq process, as iostat -x prints them: r/s w/s rkB/s wkB/s r_await w_await aqu-sz %util.\n";
+
+int fail(const char* tool, const std::string& msg) {
+  std::fprintf(stderr, "blkmq %s: %s\n", tool, msg.c_str());
+  return 1;
+}
+
+// Parses "--control PATH" / "--control=PATH" and the positional words.
+bool parse(int argc, char** argv, const char* usage, std::string* path, std::vector<std::string>* words) {
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    }
+    if (a == "--control" && i + 1 < argc) *path = argv[++i];
+    else if (a.rfind("--control=", 0) == 0) *path = a.substr(10);
+    else if (a.rfind("--", 0) == 0) return false;
+    else words->push_back(a);
+  }
+  return !path->empty();
+}
+
+// One request's answer object; ok false with the error if the call failed.
+json call(Client& c, const json& req) {
+  blkmq::Result<std::string> r = c.call(req.dump());
+  if (!r) return json{{"ok", false}, {"error", r.status().message()}};
+  json a = json::parse(*r, nullptr, false);
+  if (a.is_discarded() || !a.is_object()) return json{{"ok", false}, {"error", "malformed answer: " + *r}};
+  return a;
+}
+
+std::string one_line(std::string v) {
+  while (!v.empty() && v.back() == '\n') v.pop_back();
+  for (char& ch : v)
+    if (ch == '\n') ch = ' ';
+  return v;
+}
+
+int attr_list(Client& c, const std::string& dev) {
+  json a = call(c, {{"op", "attrs"}, {"dev", dev}});
+  if (!a["ok"].get<bool>()) return fail("attr", a["error"].get<std::string>());
+  for (const auto& name : a["attrs"]) {
+    json v = call(c, {{"op", "get"}, {"dev", dev}, {"attr", name}});
+    if (v["ok"].get<bool>())
+      std::printf("%s: %s\n", name.get<std::string>().c_str(), one_line(v["value"].get<std::string>()).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int attr_main(int argc, char** argv) {
+  std::string path;
+  std::vector<std::string> w;
+  if (!parse(argc, argv, kAttrUsage, &path, &w) || w.size() > 2) {
+    std::fputs(kAttrUsage, stderr);
+    return 1;
+  }
+  auto c = Client::connect(path);
+  if (!c) return fail("attr", c.status().message());
+  if (w.empty()) {
+    json a = call(**c, {{"op", "list"}});
+    if (!a["ok"].get<bool>()) return fail("attr", a["error"].get<std::string>());
+    for (const auto& d : a["devices"]) std::printf("%s\n", d.get<std::string>().c_str());
+    return 0;
+  }
+  if (w.size() == 1) return attr_list(**c, w[0]);
+  const size_t eq = w[1].find('=');
+  json req = eq == std::string::npos
+                 ? json{{"op", "get"}, {"dev", w[0]}, {"attr", w[1]}}
+                 : json{{"op", "set"}, {"dev", w[0]}, {"attr", w[1].substr(0, eq)}, {"value", w[1].substr(eq + 1)}};
+  json a = call(**c, req);
+  if (!a["ok"].get<bool>()) return fail("attr", a["error"].get<std::string>());
+  if (eq == std::string::npos) std::printf("%s\n", one_line(a["value"].get<std::string>()).c_str());
+  return 0;
+}
+
+namespace {
+
+// The counters of /sys/block/<dev>/stat that iostat -x reads.
+struct StatSample {
+  double rd_ios, rd_sec, rd_ticks, wr_ios, wr_sec, wr_ticks, io_ticks, time_in_queue;
+};
+
+bool sample(Client& c, const std::string& dev, StatSample* s) {
+  json a = call(c, {{"op", "get"}, {"dev", dev}, {"attr", "stat"}});
+  if (!a["ok"].get<bool>()) return false;
+  std::istringstream in(a["value"].get<std::string>());
+  double f[11] = {};
+  for (double& x : f)
+    if (!(in >> x)) return false;
+  *s = {f[0], f[2], f[3], f[4], f[6], f[7], f[9], f[10]};
+  return true;
+}
+
+void print_line(const std::string& dev, const StatSample& a, const StatSample& b, double dt_s) {
+  const double r = b.rd_ios - a.rd_ios, w = b.wr_ios - a.wr_ios;
+  const double ms = dt_s * 1000;
+  std::printf("%-12s %10.2f %10.2f %10.2f %10.2f %8.2f %8.2f %7.2f %6.2f\n", dev.c_str(), r / dt_s, w / dt_s,
+              (b.rd_sec - a.rd_sec) / 2 / dt_s, (b.wr_sec - a.wr_sec) / 2 / dt_s,
+              r ? (b.rd_ticks - a.rd_ticks) / r : 0.0, w ? (b.wr_ticks - a.wr_ticks) / w : 0.0,
+              (b.time_in_queue - a.time_in_queue) / ms, std::min(100.0, (b.io_ticks - a.io_ticks) / ms * 100));
+}
+
+}  // namespace
+
+int stat_main(int argc, char** argv) {
+  std::string path;
+  std::vector<std::string> w;
+  if (!parse(argc, argv, kStatUsage, &path, &w) || w.size() > 2) {
+    std::fputs(kStatUsage, stderr);
+    return 1;
+  }
+  const double interval = w.empty() ? 1.0 : std::atof(w[0].c_str());
+  const long count = w.size() < 2 ? -1 : std::atol(w[1].c_str());
+  if (interval <= 0 || (w.size() == 2 && count <= 0)) return fail("stat", "INTERVAL and COUNT must be positive");
+  auto c = Client::connect(path);
+  if (!c) return fail("stat", c.status().message());
+  json l = call(**c, {{"op", "list"}});
+  if (!l["ok"].get<bool>()) return fail("stat", l["error"].get<std::string>());
+  std::vector<std::string> devs = l["devices"].get<std::vector<std::string>>();
+  std::vector<StatSample> prev(devs.size());
+  for (size_t i = 0; i < devs.size(); i++)
+    if (!sample(**c, devs[i], &prev[i])) return fail("stat", devs[i] + ": no stat");
+  uint64_t t0 = blkmq::base::now_ns();
+  for (long n = 0; count < 0 || n < count; n++) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    const uint64_t t1 = blkmq::base::now_ns();
+    std::printf("%-12s %10s %10s %10s %10s %8s %8s %7s %6s\n", "Device", "r/s", "w/s", "rkB/s", "wkB/s", "r_await",
+                "w_await", "aqu-sz", "%util");
+    for (size_t i = 0; i < devs.size(); i++) {
+      StatSample s;
+      if (!sample(**c, devs[i], &s)) return fail("stat", "the process went away");
+      print_line(devs[i], prev[i], s, (t1 - t0) / 1e9);
+      prev[i] = s;
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    t0 = t1;
+  }
+  return 0;
+}
+
+}  // namespace control

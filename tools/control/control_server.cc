@@ -1,0 +1,192 @@
+// The control socket's server side and its client connection.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "control/control.h"
+
+namespace control {
+namespace {
+
+using blkmq::Status;
+using nlohmann::json;
+
+// A request line longer than this is refused: no attribute value is near it.
+constexpr size_t kMaxLine = 64 * 1024;
+
+Status sys_error(const std::string& what) { return Status::error(errno, what + ": " + std::strerror(errno)); }
+
+blkmq::Result<sockaddr_un> address(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof a.sun_path)
+    return Status::invalid("control socket path must be 1.." + std::to_string(sizeof a.sun_path - 1) + " bytes");
+  std::memcpy(a.sun_path, path.data(), path.size());
+  return a;
+}
+
+std::string refuse(const std::string& why) { return json{{"ok", false}, {"error", why}}.dump(); }
+
+// The peer is this process's user, or root.
+bool peer_allowed(int fd) {
+  ucred c{};
+  socklen_t len = sizeof c;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &len) != 0) return false;
+  return c.uid == 0 || c.uid == geteuid();
+}
+
+bool write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+blkmq::Result<std::unique_ptr<Server>> Server::start(const std::string& path, std::vector<blkmq::Queue*> queues) {
+  auto addr = address(path);
+  if (!addr) return addr.status();
+  std::unique_ptr<Server> s(new Server());
+  s->path_ = path;
+  s->queues_ = std::move(queues);
+  s->listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s->listen_fd_ < 0) return sys_error("control socket");
+  ::unlink(path.c_str());
+  if (::bind(s->listen_fd_, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0)
+    return sys_error("control socket " + path);
+  // Owner-only before listen(): until then nobody can connect.
+  if (::chmod(path.c_str(), 0600) != 0 || ::listen(s->listen_fd_, 8) != 0) {
+    Status st = sys_error("control socket " + path);
+    ::unlink(path.c_str());
+    return st;
+  }
+  if (::pipe2(s->stop_pipe_, O_CLOEXEC) != 0) return sys_error("control socket pipe");
+  s->thread_ = std::thread([p = s.get()] { p->run(); });
+  return s;
+}
+
+Server::~Server() {
+  if (thread_.joinable()) {
+    const char c = 0;
+    (void)!::write(stop_pipe_[1], &c, 1);
+    thread_.join();
+  }
+  for (int fd : {listen_fd_, stop_pipe_[0], stop_pipe_[1]})
+    if (fd >= 0) ::close(fd);
+  if (listen_fd_ >= 0) ::unlink(path_.c_str());
+}
+
+void Server::run() {
+  for (;;) {
+    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0 && errno != EINTR) return;
+    if (p[1].revents) return;
+    if (!(p[0].revents & POLLIN)) continue;
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    if (peer_allowed(fd)) serve(fd);
+    else write_all(fd, refuse("permission denied: another user's process") + "\n");
+    ::close(fd);
+  }
+}
+
+// Answers each line until the peer closes, the server stops, or a line
+// exceeds kMaxLine.
+void Server::serve(int fd) const {
+  std::string buf;
+  char chunk[4096];
+  for (;;) {
+    pollfd p[2] = {{fd, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0 && errno != EINTR) return;
+    if (p[1].revents) return;
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) return;
+    buf.append(chunk, static_cast<size_t>(n));
+    for (size_t nl; (nl = buf.find('\n')) != std::string::npos;) {
+      const std::string line = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      if (!write_all(fd, handle(line) + "\n")) return;
+    }
+    if (buf.size() > kMaxLine) {
+      write_all(fd, refuse("request line longer than " + std::to_string(kMaxLine) + " bytes") + "\n");
+      return;
+    }
+  }
+}
+
+blkmq::Queue* Server::find(const std::string& dev) const {
+  for (blkmq::Queue* q : queues_)
+    if (q->name() == dev) return q;
+  return nullptr;
+}
+
+std::string Server::handle(const std::string& line) const {
+  json req = json::parse(line, nullptr, false);
+  if (req.is_discarded() || !req.is_object() || !req.contains("op") || !req["op"].is_string())
+    return refuse("malformed request: expected a JSON object with a string \"op\"");
+  auto str = [&](const char* k) { return req.contains(k) && req[k].is_string() ? req[k].get<std::string>() : ""; };
+  const std::string op = str("op");
+  if (op == "list") {
+    json names = json::array();
+    for (const blkmq::Queue* q : queues_) names.push_back(q->name());
+    return json{{"ok", true}, {"devices", names}}.dump();
+  }
+  if (op != "attrs" && op != "get" && op != "set") return refuse("unknown op '" + op + "' (list, attrs, get, set)");
+  blkmq::Queue* q = find(str("dev"));
+  if (!q) return refuse("no device '" + str("dev") + "'");
+  if (op == "attrs") return json{{"ok", true}, {"attrs", q->attr_names()}}.dump();
+  const std::string attr = str("attr");
+  if (op == "get") {
+    blkmq::Result<std::string> v = q->attr(attr);
+    if (!v) return refuse(v.status().message());
+    return json{{"ok", true}, {"value", *v}}.dump();
+  }
+  if (!req.contains("value") || !req["value"].is_string()) return refuse("set: expected a string \"value\"");
+  if (Status st = q->set_attr(attr, req["value"].get<std::string>()); !st) return refuse(st.message());
+  return json{{"ok", true}}.dump();
+}
+
+blkmq::Result<std::unique_ptr<Client>> Client::connect(const std::string& path) {
+  auto addr = address(path);
+  if (!addr) return addr.status();
+  std::unique_ptr<Client> c(new Client());
+  c->fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (c->fd_ < 0) return sys_error("control socket");
+  if (::connect(c->fd_, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0)
+    return sys_error("control socket " + path);
+  return c;
+}
+
+Client::~Client() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+blkmq::Result<std::string> Client::call(const std::string& request) {
+  if (!write_all(fd_, request + "\n")) return sys_error("control socket: send");
+  char chunk[4096];
+  for (size_t nl; (nl = pending_.find('\n')) == std::string::npos;) {
+    const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::error(EPIPE, "control socket: the process closed the connection");
+    pending_.append(chunk, static_cast<size_t>(n));
+  }
+  const size_t nl = pending_.find('\n');
+  std::string answer = pending_.substr(0, nl);
+  pending_.erase(0, nl + 1);
+  return answer;
+}
+
+}  // namespace control
