@@ -152,10 +152,15 @@ Status apply_eta(BenchConfig& c, JobSpec&, std::string_view v) {
 
 // fio names the files PREFIX_bw.N.log; a bare write_bw_log (fio: the job
 // name) is refused rather than guessed.
-Status set_log_prefix(std::string_view key, std::string_view v, std::string* field) {
-  if (v.empty()) return bad_value(key, v, "expected a file name prefix");
+// A string option that must not be empty (`expected` says what it names).
+Status set_nonempty(std::string_view key, std::string_view v, const char* expected, std::string* field) {
+  if (v.empty()) return bad_value(key, v, expected);
   *field = std::string(v);
   return Status::ok();
+}
+
+Status set_log_prefix(std::string_view key, std::string_view v, std::string* field) {
+  return set_nonempty(key, v, "expected a file name prefix", field);
 }
 
 Status apply_driver(BenchConfig& c, JobSpec&, std::string_view v) {
@@ -251,17 +256,13 @@ std::vector<OptionDef> make_defs() {
       {"blktrace", nullptr, false,
        "record each device's blktrace events into DIR/<dev>.blktrace.<cpu> (blkparse -i DIR/<dev>)",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
-         if (v.empty()) return Status::invalid("--blktrace: expected a directory");
-         c.blktrace_dir = std::string(v);
-         return Status::ok();
+         return set_nonempty("blktrace", v, "expected a directory", &c.blktrace_dir);
        },
        OptionScope::run},
       {"control", nullptr, false,
        "listen on the Unix socket PATH (owner-only) for blkmq attr / blkmq stat during the run",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
-         if (v.empty()) return Status::invalid("--control: expected a socket path");
-         c.control_path = std::string(v);
-         return Status::ok();
+         return set_nonempty("control", v, "expected a socket path", &c.control_path);
        },
        OptionScope::run},
       {"output", nullptr, false, "write the report to FILE",

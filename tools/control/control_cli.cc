@@ -1,6 +1,7 @@
 // `blkmq attr` and `blkmq stat`: the control socket's command-line clients.
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -74,29 +75,41 @@ int attr_list(Client& c, const std::string& dev) {
   return 0;
 }
 
+// The arguments (at most two words) and a connection to --control's
+// socket; nullptr after printing why not.
+std::unique_ptr<Client> connect_from_args(int argc, char** argv, const char* tool, const char* usage,
+                                          std::vector<std::string>* words) {
+  std::string path;
+  if (!parse(argc, argv, usage, &path, words) || words->size() > 2) {
+    std::fputs(usage, stderr);
+    return nullptr;
+  }
+  auto c = Client::connect(path);
+  if (!c) {
+    fail(tool, c.status().message());
+    return nullptr;
+  }
+  return std::move(*c);
+}
+
 }  // namespace
 
 int attr_main(int argc, char** argv) {
-  std::string path;
   std::vector<std::string> w;
-  if (!parse(argc, argv, kAttrUsage, &path, &w) || w.size() > 2) {
-    std::fputs(kAttrUsage, stderr);
-    return 1;
-  }
-  auto c = Client::connect(path);
-  if (!c) return fail("attr", c.status().message());
+  std::unique_ptr<Client> c = connect_from_args(argc, argv, "attr", kAttrUsage, &w);
+  if (!c) return 1;
   if (w.empty()) {
-    json a = call(**c, {{"op", "list"}});
+    json a = call(*c, {{"op", "list"}});
     if (!a["ok"].get<bool>()) return fail("attr", a["error"].get<std::string>());
     for (const auto& d : a["devices"]) std::printf("%s\n", d.get<std::string>().c_str());
     return 0;
   }
-  if (w.size() == 1) return attr_list(**c, w[0]);
+  if (w.size() == 1) return attr_list(*c, w[0]);
   const size_t eq = w[1].find('=');
   json req = eq == std::string::npos
                  ? json{{"op", "get"}, {"dev", w[0]}, {"attr", w[1]}}
                  : json{{"op", "set"}, {"dev", w[0]}, {"attr", w[1].substr(0, eq)}, {"value", w[1].substr(eq + 1)}};
-  json a = call(**c, req);
+  json a = call(*c, req);
   if (!a["ok"].get<bool>()) return fail("attr", a["error"].get<std::string>());
   if (eq == std::string::npos) std::printf("%s\n", one_line(a["value"].get<std::string>()).c_str());
   return 0;
@@ -132,23 +145,18 @@ void print_line(const std::string& dev, const StatSample& a, const StatSample& b
 }  // namespace
 
 int stat_main(int argc, char** argv) {
-  std::string path;
   std::vector<std::string> w;
-  if (!parse(argc, argv, kStatUsage, &path, &w) || w.size() > 2) {
-    std::fputs(kStatUsage, stderr);
-    return 1;
-  }
+  std::unique_ptr<Client> c = connect_from_args(argc, argv, "stat", kStatUsage, &w);
+  if (!c) return 1;
   const double interval = w.empty() ? 1.0 : std::atof(w[0].c_str());
   const long count = w.size() < 2 ? -1 : std::atol(w[1].c_str());
   if (interval <= 0 || (w.size() == 2 && count <= 0)) return fail("stat", "INTERVAL and COUNT must be positive");
-  auto c = Client::connect(path);
-  if (!c) return fail("stat", c.status().message());
-  json l = call(**c, {{"op", "list"}});
+  json l = call(*c, {{"op", "list"}});
   if (!l["ok"].get<bool>()) return fail("stat", l["error"].get<std::string>());
   std::vector<std::string> devs = l["devices"].get<std::vector<std::string>>();
   std::vector<StatSample> prev(devs.size());
   for (size_t i = 0; i < devs.size(); i++)
-    if (!sample(**c, devs[i], &prev[i])) return fail("stat", devs[i] + ": no stat");
+    if (!sample(*c, devs[i], &prev[i])) return fail("stat", devs[i] + ": no stat");
   uint64_t t0 = blkmq::base::now_ns();
   for (long n = 0; count < 0 || n < count; n++) {
     std::this_thread::sleep_for(std::chrono::duration<double>(interval));
@@ -157,7 +165,7 @@ int stat_main(int argc, char** argv) {
                 "w_await", "aqu-sz", "%util");
     for (size_t i = 0; i < devs.size(); i++) {
       StatSample s;
-      if (!sample(**c, devs[i], &s)) return fail("stat", "the process went away");
+      if (!sample(*c, devs[i], &s)) return fail("stat", "the process went away");
       print_line(devs[i], prev[i], s, (t1 - t0) / 1e9);
       prev[i] = s;
     }
