@@ -16,7 +16,7 @@
 
 #include "base/spinlock.h"
 #include "blkmq/status.h"
-#include "core/blktrace_format.h"
+#include "blkmq/blktrace_format.h"
 
 namespace blkmq::blktrace {
 

@@ -22,7 +22,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "core/blktrace_format.h"
+#include "blkmq/blktrace_format.h"
 #include "core/core.h"
 
 namespace blkmq {

@@ -3,10 +3,12 @@
 #include <time.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "blkmq/plug.h"
 #include "bench/verify.h"
@@ -54,13 +56,17 @@ Status Job::prepare() {
   base_ = spec_.offset;
   nblocks_ = size / spec_.bs;
   if (nblocks_ == 0) return Status::invalid("the region is smaller than one block (--bs)");
+  unit_bytes_ = spec_.bs;
+  if (!spec_.read_iolog.empty())
+    if (Status st = prepare_replay(); !st) return st;
 
   const unsigned depth = spec_.iodepth;
-  if (posix_memalign(&buffers_, 4096, static_cast<size_t>(depth) * spec_.bs) != 0)
+  const size_t unit = (unit_bytes_ + 4095) & ~size_t{4095};
+  if (posix_memalign(&buffers_, 4096, static_cast<size_t>(depth) * unit) != 0)
     return Status::error(ENOMEM, "cannot allocate " + std::to_string(depth) + " buffers of " +
-                                     std::to_string(spec_.bs) + " bytes");
+                                     std::to_string(unit) + " bytes");
   // Touch every page now, so the run takes no page faults.
-  std::memset(buffers_, 0xa5, static_cast<size_t>(depth) * spec_.bs);
+  std::memset(buffers_, 0xa5, static_cast<size_t>(depth) * unit);
   units_ = std::make_unique<IoUnit[]>(depth);
   free_ = std::make_unique<IoUnit*[]>(depth);
   batch_ = std::make_unique<IoUnit*[]>(depth);
@@ -68,8 +74,8 @@ Status Job::prepare() {
     IoUnit& u = units_[i];
     u = IoUnit{};
     u.job = this;
-    u.iov.iov_base = static_cast<char*>(buffers_) + static_cast<size_t>(i) * spec_.bs;
-    u.iov.iov_len = spec_.bs;
+    u.iov.iov_base = static_cast<char*>(buffers_) + static_cast<size_t>(i) * unit;
+    u.iov.iov_len = unit_bytes_;
     free_[i] = &u;
   }
   nfree_ = depth;
@@ -92,7 +98,34 @@ Status Job::prepare() {
   return Status::ok();
 }
 
+// --read_iolog: load the trace and check that every I/O fits the device
+// and its block size, so a bad trace fails the run before any I/O.
+Status Job::prepare_replay() {
+  if (spec_.verify != VerifyMode::none) return Status::invalid("--read_iolog and --verify exclude each other");
+  auto t = load_blktrace(spec_.read_iolog, spec_.replay);
+  if (!t) return t.status();
+  replay_ = std::move(*t);
+  const uint32_t lbs = q_.limits().logical_block_size;
+  for (const ReplayIo& io : replay_.ios) {
+    if (io.offset % lbs || io.len % lbs)
+      return Status::invalid("read_iolog: an I/O at " + std::to_string(io.offset) + " (" + std::to_string(io.len) +
+                             " bytes) is not aligned to the device's block size " + std::to_string(lbs) +
+                             " (replay_align may fix it)");
+    if (io.offset + io.len > dev_size_)
+      return Status::invalid("read_iolog: an I/O at " + std::to_string(io.offset) + " (" + std::to_string(io.len) +
+                             " bytes) is beyond the device size " + std::to_string(dev_size_) +
+                             " (replay_scale may fix it)");
+  }
+  unit_bytes_ = replay_.max_len;
+  return Status::ok();
+}
+
 uint64_t Job::planned_bytes() const {
+  if (!replay_.ios.empty()) {
+    uint64_t sum = 0;
+    for (const ReplayIo& io : replay_.ios) sum += io.len;
+    return sum;
+  }
   const uint64_t pass = nblocks_ * spec_.bs;
   if (spec_.verify != VerifyMode::none) return rw_has_writes(spec_.rw) ? 2 * pass : pass;
   return spec_.time_based ? 0 : pass;
@@ -156,6 +189,13 @@ void Job::run_phase(Phase ph) {
     mix_ = !rw_has_writes(spec_.rw) ? Mix::reads : !rw_has_reads(spec_.rw) ? Mix::writes : Mix::mixed;
     target_ = spec_.time_based ? UINT64_MAX : nblocks_;
   }
+  if (!replay_.ios.empty()) {
+    target_ = replay_.ios.size();
+    replay_next_ = 0;
+    replay_start_ns_ = now_ns();
+  }
+  // At the recorded pace each I/O waits for its moment: one at a time.
+  const unsigned batch = !replay_.ios.empty() && !spec_.replay.no_stall ? 1u : spec_.iodepth_batch_submit;
   const unsigned depth = spec_.iodepth;
   for (;;) {
     reap_ready();
@@ -166,7 +206,7 @@ void Job::run_phase(Phase ph) {
     bool more = !stopping_ && issued_ < target_;
     if (more && inflight_ < depth) {
       uint64_t left = target_ - issued_;
-      unsigned n = std::min(spec_.iodepth_batch_submit, depth - inflight_);
+      unsigned n = std::min(batch, depth - inflight_);
       if (left < n) n = static_cast<unsigned>(left);
       submit_batch(n);
       continue;
@@ -176,7 +216,25 @@ void Job::run_phase(Phase ph) {
   }
 }
 
+// The next I/O of the trace, at its recorded time after the replay began
+// (scaled by replay_time_scale) unless replay_no_stall; completions that
+// arrive meanwhile wait for the next reap, as fio's do while it stalls.
+void Job::prep_replay(IoUnit* u) {
+  const ReplayIo& io = replay_.ios[replay_next_++];
+  if (!spec_.replay.no_stall) {
+    const uint64_t due = replay_start_ns_ + io.time_ns;
+    for (uint64_t now = now_ns(); now < due; now = now_ns())
+      std::this_thread::sleep_for(std::chrono::nanoseconds(due - now));
+  }
+  u->offset = io.offset;
+  fill_bio(u, io.write, io.len);
+}
+
 inline void Job::prep(IoUnit* u) {
+  if (!replay_.ios.empty()) {
+    prep_replay(u);
+    return;
+  }
   bool write;
   switch (mix_) {
     case Mix::reads: write = false; break;
@@ -193,6 +251,11 @@ inline void Job::prep(IoUnit* u) {
     blk = map_.next();
   }
   u->offset = base_ + blk * spec_.bs;
+  fill_bio(u, write, spec_.bs);
+  if (write && phase_ == Phase::verify_write) verify_fill(u->iov.iov_base, spec_.bs, u->offset, seed_);
+}
+
+inline void Job::fill_bio(IoUnit* u, bool write, uint32_t len) {
   u->ddir = write ? kWrite : kRead;
   u->inflight = true;
   blkmq::Bio& b = u->bio;
@@ -202,13 +265,13 @@ inline void Job::prep(IoUnit* u) {
   b.flags = bio_flags_ | (write ? uint32_t{blkmq::kBioSync} : 0u);
   b.ioprio = ioprio_;
   b.sector = u->offset >> blkmq::kSectorShift;
-  b.size = spec_.bs;
+  b.size = len;
+  u->iov.iov_len = len;
   b.vec = &u->iov;
   b.nr_vecs = 1;
   b.ioc = nullptr;
   b.end_io = &Job::end_io;
   b.private_data = u;
-  if (write && phase_ == Phase::verify_write) verify_fill(u->iov.iov_base, spec_.bs, u->offset, seed_);
 }
 
 void Job::submit_batch(unsigned n) {
@@ -306,7 +369,7 @@ inline void Job::process(IoUnit* u, uint64_t now) {
   if (st != blkmq::BlkStatus::ok) {
     char msg[128];
     std::snprintf(msg, sizeof msg, "%s at offset %" PRIu64 " (%u bytes) failed: %s", ddir_name(u->ddir), u->offset,
-                  spec_.bs, blkmq::blk_status_name(st));
+                  u->bio.size, blkmq::blk_status_name(st));
     record_error(u, -blkmq::blk_status_to_errno(st), msg);
     return;
   }
@@ -320,7 +383,7 @@ inline void Job::process(IoUnit* u, uint64_t now) {
   }
   DirStats& d = result_->dir[u->ddir];
   d.ios++;
-  d.bytes += spec_.bs;
+  d.bytes += u->bio.size;
   if (gtod_) {
     // now >= issue_ns: a batch is stamped before this thread reaps any of it.
     const uint64_t clat = now - u->issue_ns;

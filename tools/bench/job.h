@@ -73,6 +73,9 @@ class Job {
   void reset_generators();
   void submit_batch(unsigned n);
   void prep(IoUnit* u);
+  void prep_replay(IoUnit* u);
+  void fill_bio(IoUnit* u, bool write, uint32_t len);
+  blkmq::Status prepare_replay();
   unsigned reap_ready();
   unsigned process_list(IoUnit* u, uint64_t now);
   void process(IoUnit* u, uint64_t now);
@@ -91,6 +94,10 @@ class Job {
   // Derived at prepare().
   uint64_t base_ = 0;     // first byte of the region
   uint64_t nblocks_ = 0;  // region size in bs units
+  uint32_t unit_bytes_ = 0;  // each I/O unit's buffer: bs, or the largest replayed I/O
+  ReplayTrace replay_;       // --read_iolog's I/O (empty without it)
+  size_t replay_next_ = 0;
+  uint64_t replay_start_ns_ = 0;
   uint16_t ioprio_ = blkmq::kIoprioDefault;
   uint32_t bio_flags_ = 0;
   bool gtod_ = true;      // per-I/O time stamps

@@ -222,6 +222,27 @@ std::vector<OptionDef> make_defs() {
        [](BenchConfig&, JobSpec& j, std::string_view v) {
          return set_size("offset_increment", v, 0, &j.offset_increment);
        }},
+      {"read_iolog", nullptr, false,
+       "replay the queued reads and writes of a blktrace FILE (one stream: blkparse -i PREFIX -d FILE)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_nonempty("read_iolog", v, "expected a blktrace file", &j.read_iolog);
+       }},
+      {"replay_no_stall", nullptr, true, "replay as fast as iodepth allows, not at the recorded pace",
+       JOB_BOOL("replay_no_stall", replay.no_stall)},
+      {"replay_time_scale", nullptr, false, "percent of the recorded time between I/Os (default 100)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_uint("replay_time_scale", v, 1, 1000000, &j.replay.time_scale);
+       }},
+      {"replay_align", nullptr, false, "align replayed offsets down to this power of two (bytes)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) -> Status {
+         if (Status st = set_uint("replay_align", v, 0, uint64_t{1} << 40, &j.replay.align); !st) return st;
+         if (j.replay.align & (j.replay.align - 1)) return bad_value("replay_align", v, "expected a power of two");
+         return Status::ok();
+       }},
+      {"replay_scale", nullptr, false, "divide replayed offsets by this (default 1)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_uint("replay_scale", v, 1, 1u << 20, &j.replay.scale);
+       }},
       {"iodepth", nullptr, false, "I/Os in flight per job (default 1)", JOB_UINT(iodepth, 1, 65536)},
       {"iodepth_batch_submit", "iodepth_batch", false, "bios submitted together (default 1)",
        JOB_UINT(iodepth_batch_submit, 1, 65536)},

@@ -15,6 +15,7 @@
 #include "blkmq/device.h"
 #include "blkmq/status.h"
 #include "bench/cycle.h"
+#include "bench/replay.h"
 
 namespace bench {
 
@@ -90,6 +91,11 @@ struct JobSpec {
   bool randseed_given = false;
   uint64_t randseed = 0x89;          // fio's default seed
   VerifyMode verify = VerifyMode::none;
+  // read_iolog: a blktrace file whose queued I/O the job replays instead of
+  // generating its own (bench/replay.h); rw, bs, size and offset then do
+  // not apply. Empty: none.
+  std::string read_iolog;
+  ReplayOptions replay;
   LogOptions log;
   bool thread = true;                // always threads; option accepted for fio
   bool stonewall = false;            // starts a new group, run after the previous one
