@@ -78,8 +78,9 @@ std::vector<long long> sectors_of(const std::vector<BlkparseLine>& ev) {
 }
 
 // A traced run of one batch under `sched`; blkparse's lines.
+// *prefix (if given): the trace's blkparse -i argument.
 std::vector<BlkparseLine> traced_batch(const char* name, const char* sched, const std::vector<uint64_t>& blocks,
-                                       bool plugged, ParamMap extra = {}) {
+                                       bool plugged, ParamMap extra = {}, std::string* prefix = nullptr) {
   ParamMap p{{"irqmode", "2"}, {"completion_nsec", "20000"}, {"hw_queue_depth", "64"}, {"size", "64"}};
   for (auto& kv : extra) p[kv.first] = kv.second;
   auto dev = make_null_device(p);
@@ -94,6 +95,7 @@ std::vector<BlkparseLine> traced_batch(const char* name, const char* sched, cons
   EXPECT_TRUE(r.was_running);
   EXPECT_EQ(r.dropped, 0u);
   EXPECT_EQ(r.write_errors, 0u);
+  if (prefix) *prefix = r.path_prefix;
   return blkparse(r.path_prefix);
 }
 
@@ -142,7 +144,8 @@ TEST(BlkTraceEngine, AdjacentBiosShowAsMergesAndOneCompletion) {
   if (!have_blktrace_tools()) GTEST_SKIP() << "blktrace package not installed";
   std::vector<uint64_t> blocks;
   for (uint64_t i = 0; i < 16; i++) blocks.push_back(100 + i);
-  const auto lines = traced_batch("merge", "mq-deadline", blocks, true);
+  std::string prefix;
+  const auto lines = traced_batch("merge", "mq-deadline", blocks, true, {}, &prefix);
   EXPECT_EQ(events(lines, "Q").size(), 16u);
   EXPECT_EQ(events(lines, "M").size() + events(lines, "F").size() + events(lines, "G").size(), 16u)
       << "each bio either got a request or merged into one";
@@ -150,6 +153,14 @@ TEST(BlkTraceEngine, AdjacentBiosShowAsMergesAndOneCompletion) {
   size_t completed = 0;
   for (const auto& l : events(lines, "C")) completed += std::stoul(l[9]);
   EXPECT_EQ(completed, 16u * 8) << "the merged requests complete every sector";
+  // btt's merge ratio: bios queued per request issued.
+  const std::string report = btt_report(prefix);
+  long long nq = 0, nd = 0;
+  double ratio = 0;
+  ASSERT_TRUE(btt_merges(report, &nq, &nd, &ratio)) << report;
+  EXPECT_EQ(nq, 16);
+  EXPECT_EQ(nd, static_cast<long long>(events(lines, "D").size()));
+  EXPECT_NEAR(ratio, 16.0 / nd, 0.05);
 }
 
 TEST(BlkTraceEngine, ASplitShowsTheFrontPartAndWhereTheRestStarts) {

@@ -73,4 +73,14 @@ bool btt_row(const std::string& report, const std::string& row, double* avg_s, l
   return false;
 }
 
+bool btt_merges(const std::string& report, long long* q, long long* d, double* ratio) {
+  const size_t table = report.find("Device Merge Information");
+  if (table == std::string::npos) return false;
+  // " (240,  0) |    22622    22622     1.0 | ..."
+  const size_t row = report.find(") |", table);
+  if (row == std::string::npos) return false;
+  std::istringstream f(report.substr(row + 3));
+  return static_cast<bool>(f >> *q >> *d >> *ratio);
+}
+
 }  // namespace blkmq::test

@@ -27,4 +27,8 @@ std::string btt_report(const std::string& prefix);
 // average in seconds and its N; false if absent.
 bool btt_row(const std::string& report, const std::string& row, double* avg_s, long long* n);
 
+// From btt's "Device Merge Information" table, the first device's #Q,
+// #D and their ratio; false if absent.
+bool btt_merges(const std::string& report, long long* q, long long* d, double* ratio);
+
 }  // namespace blkmq::test
