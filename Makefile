@@ -5,7 +5,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 PKGS := build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev \
         libbenchmark-dev liburing-dev libcli11-dev nlohmann-json3-dev fio valgrind gnuplot-nox libnbd-bin \
-        python3-libnbd nbdkit qemu-utils libgnutls28-dev gnutls-bin clang blktrace
+        python3-libnbd nbdkit qemu-utils libgnutls28-dev gnutls-bin clang blktrace sysstat
 BLKMQ := build/release/tools/blkmq
 
 .PHONY: deps build run test test-release test-asan test-tsan test-fuzz fuzz clean

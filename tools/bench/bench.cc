@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "blkmq/device.h"
+#include "blkmq/sysfs_tree.h"
 #include "blkmq/threads.h"
 #include "bench/cycle.h"
 #include "bench/job.h"
@@ -321,6 +322,14 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
       if (!st) return st;
     }
   }
+  std::unique_ptr<blkmq::SysfsTree> tree;  // goes before the devices (declared after them)
+  if (!cfg.sysfs_dir.empty()) {
+    auto t = blkmq::SysfsTree::open(cfg.sysfs_dir);
+    if (!t) return t.status();
+    tree = std::move(*t);
+    for (blkmq::Queue* q : qs)
+      if (Status st = tree->add(*q); !st) return st;
+  }
   std::unique_ptr<control::Server> ctl;
   if (!cfg.control_path.empty()) {
     auto c = control::Server::start(cfg.control_path, qs);
@@ -347,6 +356,7 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
   // Completion threads may still be returning from end_io: stop them (by
   // destroying the devices) before the jobs' units go away.
   ctl.reset();
+  tree.reset();
   devs.clear();
   jobs.clear();
   return rep;

@@ -286,6 +286,11 @@ std::vector<OptionDef> make_defs() {
          return set_nonempty("control", v, "expected a socket path", &c.control_path);
        },
        OptionScope::run},
+      {"sysfs", nullptr, false, "keep DIR/block/<dev>/{stat,queue/*,...} live during the run (iostat -x -f DIR 1)",
+       [](BenchConfig& c, JobSpec&, std::string_view v) {
+         return set_nonempty("sysfs", v, "expected a directory", &c.sysfs_dir);
+       },
+       OptionScope::run},
       {"output", nullptr, false, "write the report to FILE",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
          c.output_file = std::string(v);

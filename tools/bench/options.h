@@ -126,6 +126,9 @@ struct BenchConfig {
   // --control PATH: the control socket (blkmq attr, blkmq stat) for the
   // run's devices while it runs. Empty: none.
   std::string control_path;
+  // --sysfs DIR: the run's devices in a sysfs-like tree (blkmq/sysfs_tree.h)
+  // while it runs, for iostat -x -f DIR. Empty: none.
+  std::string sysfs_dir;
   // Queue attributes read from every device when the run ends, before the
   // devices go away (RunReport::attrs). Set by callers such as `blkmq
   // reproduce`, not by an option.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "blkmq/device.h"
+#include "blkmq/sysfs_tree.h"
 #include "nbd/server.h"
 
 namespace nbdtool {
@@ -39,11 +40,12 @@ struct Options {
   std::string run;
   std::string blktrace_dir;  // --blktrace: every export's device traced while serving
   std::string control_path;  // --control: the control socket (blkmq attr, blkmq stat)
+  std::string sysfs_dir;     // --sysfs: the devices' sysfs-like tree (iostat -f)
 };
 
 constexpr const char* kUsage =
     "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--run CMD]\n"
-    "                 [--blktrace DIR] [--control PATH]\n"
+    "                 [--blktrace DIR] [--control PATH] [--sysfs DIR]\n"
     "                 [--tls=off|on|require (--tls-certificates=DIR [--tls-verify-peer] | --tls-psk=FILE)]\n"
     "                 EXPORT [--export NAME EXPORT ...]\n"
     "  EXPORT: [--name NAME] [--description TEXT] [--read-only] [--weight W] [--alias NAME=W ...]\n"
@@ -60,7 +62,8 @@ constexpr const char* kUsage =
     "psktool's username:hexkey lines.\n"
     "--blktrace DIR records each device's blktrace events while serving, into DIR/<dev>.blktrace.<cpu>\n"
     "(blkparse -i DIR/<dev>, btt, iowatcher). --control PATH listens there (owner-only) for blkmq attr and\n"
-    "blkmq stat: read and write any attribute of the served devices (switch a scheduler) while they serve.\n";
+    "blkmq stat: read and write any attribute of the served devices (switch a scheduler) while they serve.\n"
+    "--sysfs DIR keeps DIR/block/<dev>/ (stat, queue/*, mq/*) live, laid out as /sys/block: iostat -x -f DIR 1.\n";
 
 int bad(const std::string& msg) {
   std::fprintf(stderr, "blkmq nbd: %s\n%s", msg.c_str(), kUsage);
@@ -168,6 +171,7 @@ int parse(int argc, char** argv, Options* o) {
     else if (key == "run") o->run = value;
     else if (key == "blktrace" && !value.empty()) o->blktrace_dir = value;
     else if (key == "control" && !value.empty()) o->control_path = value;
+    else if (key == "sysfs" && !value.empty()) o->sysfs_dir = value;
     else if (key == "export") o->exports.emplace_back().name = value;
     else if (key == "port" || key == "connections") return bad("bad value '" + value + "' for --" + key);
     else if (!export_option(key, value, &o->exports.back(), &err)) return bad(err);
@@ -256,6 +260,14 @@ int nbd_main(int argc, char** argv) {
   if (!o.blktrace_dir.empty())
     for (const auto& d : devs)
       if (blkmq::Status st = d->queue().start_blktrace(o.blktrace_dir); !st) return bad(st.message());
+  std::unique_ptr<blkmq::SysfsTree> tree;  // removed before the devices go
+  if (!o.sysfs_dir.empty()) {
+    auto t = blkmq::SysfsTree::open(o.sysfs_dir);
+    if (!t) return bad(t.status().message());
+    tree = std::move(*t);
+    for (const auto& d : devs)
+      if (blkmq::Status st = tree->add(d->queue()); !st) return bad(st.message());
+  }
   std::unique_ptr<control::Server> ctl;  // stops before the devices go
   if (!o.control_path.empty()) {
     std::vector<blkmq::Queue*> qs;
