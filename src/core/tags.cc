@@ -197,6 +197,12 @@ void rq_unpin(Request* rq) {
 
 void count_inflight(const QueueImpl* q, uint64_t out[2]) {
   out[0] = out[1] = 0;
+  // The walk holds a usage reference, as blk_mq_queue_tag_busy_iter holds
+  // q_usage_counter: a scheduler switch or an update of the hw queues
+  // (both frozen) cannot swap or free the tags under it. While a freeze is
+  // under way nothing is counted.
+  QueueImpl* mq = const_cast<QueueImpl*>(q);
+  if (!mq->enter(true)) return;
   std::vector<const Tags*> seen;
   for (unsigned i = 0; i < q->nr_hw_queues_; i++) {
     const HwCtxImpl* h = q->hctx(i);
@@ -216,6 +222,7 @@ void count_inflight(const QueueImpl* q, uint64_t out[2]) {
     t->breserved_tags.bitmap().for_each_set(visit);
     t->bitmap_tags.bitmap().for_each_set([&](unsigned b) { return visit(b + t->nr_reserved); });
   }
+  mq->exit_ref();
 }
 
 Request* alloc_request(AllocData& d) {
