@@ -319,11 +319,19 @@ Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path) {
     std::lock_guard<std::mutex> g(const_cast<QueueImpl*>(q)->sysfs_lock_);
     return a.show(q);
   }
-  if (path.substr(0, 3) == "mq/") return show_mq(q, path.substr(3));
+  if (path.substr(0, 3) == "mq/") {
+    // The hctxs stay while an update of the hw queues cannot run.
+    std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
+    return show_mq(q, path.substr(3));
+  }
   return Status::invalid("unknown attribute '" + std::string(path) + "'");
 }
 
 std::vector<std::string> queue_attr_names(const QueueImpl* q) {
+  // The list follows the scheduler (iosched/) and the hw queue count (mq/):
+  // neither may change while it is read. Lock order as the stores take them.
+  std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
+  std::lock_guard<std::mutex> g(const_cast<QueueImpl*>(q)->sysfs_lock_);
   std::vector<std::string> v;
   for (const Attr& a : kAttrs) v.push_back(a.name);
   if (q->elevator_)
