@@ -9,9 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +116,21 @@ inline Shell sh(const std::string& cmd, int timeout_s = 60) {
   const int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
+}
+
+// From an iostat-style report: the first number of every line that starts
+// with `dev` (iostat -x and blkmq stat put r/s there), sorted.
+inline std::vector<double> first_column_of(const std::string& report, const std::string& dev) {
+  std::vector<double> v;
+  std::istringstream in(report);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string name;
+    double x = 0;
+    if (f >> name >> x && name == dev) v.push_back(x);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 // Whether a program is on PATH (clients are optional packages).

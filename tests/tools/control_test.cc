@@ -142,16 +142,8 @@ TEST(Control, StatShowsARunningBenchsReads) {
   ASSERT_EQ(wait_exit(pid), 0);
   ASSERT_EQ(st.status, 0) << st.output;
   // The middle of three one-second reports inside the run.
-  std::istringstream in(st.output);
-  std::vector<double> rps;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream f(line);
-    std::string dev;
-    double r = 0;
-    if (f >> dev >> r && dev == "nullb0") rps.push_back(r);
-  }
+  const std::vector<double> rps = first_column_of(st.output, "nullb0");
   ASSERT_EQ(rps.size(), 3u) << st.output;
-  std::sort(rps.begin(), rps.end());
   std::ifstream j(out);
   const double iops = json::parse(j)["jobs"][0]["read"]["iops"].get<double>();
   EXPECT_NEAR(rps[1], iops, 0.1 * iops) << st.output;

@@ -103,16 +103,8 @@ TEST(SysfsTree, IostatReadsARunningBenchWithinTenPercent) {
   Shell io = sh("iostat -x -d -y -f " + dir + " 1 3", 30);
   ASSERT_EQ(wait_exit(pid), 0);
   ASSERT_EQ(io.status, 0) << io.output;
-  std::vector<double> rps;
-  std::istringstream in(io.output);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream f(line);
-    std::string dev;
-    double r = 0;
-    if (f >> dev >> r && dev == "nullb0") rps.push_back(r);
-  }
+  const std::vector<double> rps = first_column_of(io.output, "nullb0");
   ASSERT_EQ(rps.size(), 3u) << io.output;
-  std::sort(rps.begin(), rps.end());
   const double iops = nlohmann::json::parse(slurp(out))["jobs"][0]["read"]["iops"].get<double>();
   EXPECT_NEAR(rps[1], iops, 0.1 * iops) << io.output;
   EXPECT_FALSE(fs::exists(dir + "/block/nullb0")) << "the device's files went with it";
