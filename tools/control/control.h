@@ -28,7 +28,8 @@ class Server {
   // requests about `queues`, which must outlive the server. The socket is
   // owner-only (0600) before it accepts anyone, and a peer of another user
   // (other than root) is refused. Serves one connection at a time from its
-  // own thread; an attribute write runs there, as a sysfs write runs in
+  // own thread (a client should not hold an idle connection open: others
+  // wait for it); an attribute write runs there, as a sysfs write runs in
   // the writer's task. Task context.
   static blkmq::Result<std::unique_ptr<Server>> start(const std::string& path, std::vector<blkmq::Queue*> queues);
   // Stops serving (a request in progress finishes) and removes the socket.

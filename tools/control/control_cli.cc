@@ -75,16 +75,15 @@ int attr_list(Client& c, const std::string& dev) {
   return 0;
 }
 
-// The arguments (at most two words) and a connection to --control's
-// socket; nullptr after printing why not.
+// The arguments (at most two words, and --control's path in *path) and a
+// connection to the socket; nullptr after printing why not.
 std::unique_ptr<Client> connect_from_args(int argc, char** argv, const char* tool, const char* usage,
-                                          std::vector<std::string>* words) {
-  std::string path;
-  if (!parse(argc, argv, usage, &path, words) || words->size() > 2) {
+                                          std::vector<std::string>* words, std::string* path) {
+  if (!parse(argc, argv, usage, path, words) || words->size() > 2) {
     std::fputs(usage, stderr);
     return nullptr;
   }
-  auto c = Client::connect(path);
+  auto c = Client::connect(*path);
   if (!c) {
     fail(tool, c.status().message());
     return nullptr;
@@ -96,7 +95,8 @@ std::unique_ptr<Client> connect_from_args(int argc, char** argv, const char* too
 
 int attr_main(int argc, char** argv) {
   std::vector<std::string> w;
-  std::unique_ptr<Client> c = connect_from_args(argc, argv, "attr", kAttrUsage, &w);
+  std::string path;
+  std::unique_ptr<Client> c = connect_from_args(argc, argv, "attr", kAttrUsage, &w, &path);
   if (!c) return 1;
   if (w.empty()) {
     json a = call(*c, {{"op", "list"}});
@@ -146,7 +146,8 @@ void print_line(const std::string& dev, const StatSample& a, const StatSample& b
 
 int stat_main(int argc, char** argv) {
   std::vector<std::string> w;
-  std::unique_ptr<Client> c = connect_from_args(argc, argv, "stat", kStatUsage, &w);
+  std::string path;
+  std::unique_ptr<Client> c = connect_from_args(argc, argv, "stat", kStatUsage, &w, &path);
   if (!c) return 1;
   const double interval = w.empty() ? 1.0 : std::atof(w[0].c_str());
   const long count = w.size() < 2 ? -1 : std::atol(w[1].c_str());
@@ -159,7 +160,13 @@ int stat_main(int argc, char** argv) {
     if (!sample(*c, devs[i], &prev[i])) return fail("stat", devs[i] + ": no stat");
   uint64_t t0 = blkmq::base::now_ns();
   for (long n = 0; count < 0 || n < count; n++) {
+    // The server answers one connection at a time: hold none while asleep,
+    // so a `blkmq attr` meanwhile is not kept waiting for the interval.
+    c.reset();
     std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    auto next = Client::connect(path);
+    if (!next) return fail("stat", "the process went away: " + next.status().message());
+    c = std::move(*next);
     const uint64_t t1 = blkmq::base::now_ns();
     std::printf("%-12s %10s %10s %10s %10s %8s %8s %7s %6s\n", "Device", "r/s", "w/s", "rkB/s", "wkB/s", "r_await",
                 "w_await", "aqu-sz", "%util");
