@@ -52,7 +52,11 @@ std::string btt_report(const std::string& prefix) {
   const std::string bin = prefix + ".bin";
   if (run("blkparse -q -i " + prefix + " -d " + bin + " -O").empty() && std::system(("test -s " + bin).c_str()))
     return "";
-  return run("btt -i " + bin);
+  // btt writes its per-device IOPS and MB/s files into its working
+  // directory; run it beside the trace so a test leaves nothing behind.
+  const auto slash = bin.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : bin.substr(0, slash);
+  return run("cd '" + dir + "' && btt -i '" + bin + "'");
 }
 
 bool btt_row(const std::string& report, const std::string& row, double* avg_s, long long* n) {
