@@ -3,8 +3,9 @@
 # IOPS (the first "IOPS=" of fio's or blkmq bench's normal report, so pass
 # --group_reporting for several jobs) and the median per command, with its
 # ratio to the first command's median. Alternating the runs spreads a noisy
-# machine's load over every command alike. With SHOW=REGEX in the
-# environment, each run's first match of REGEX is printed beside its IOPS.
+# machine's load over every command alike. With SHOW=REGEX (and SHOW2=REGEX)
+# in the environment, each run's first match of each is printed beside its
+# IOPS.
 # Usage: bench/alternate.sh ROUNDS LABEL1 'CMD1' LABEL2 'CMD2' ...
 set -euo pipefail
 rounds=$1; shift
@@ -23,7 +24,9 @@ for ((r = 0; r < rounds; r++)); do
     [ -n "$v" ] || { echo "no IOPS in the output of: ${cmds[$i]}" >&2; echo "$out" >&2; exit 1; }
     runs[$i]="${runs[$i]:-} $v"
     extra=""
-    [ -n "${SHOW:-}" ] && extra="  $(echo "$out" | grep -o -m1 -E "$SHOW" || true)"
+    for re in "${SHOW:-}" "${SHOW2:-}"; do
+      [ -n "$re" ] && extra="$extra  $(echo "$out" | grep -o -m1 -E "$re" || true)"
+    done
     echo "round $((r + 1)) ${labels[$i]}: $v$extra"
   done
 done

@@ -9,6 +9,8 @@
 // during setup, update_nr_hw_queues and teardown, with no I/O on that hctx.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 
 #include "blkmq/request.h"
@@ -87,6 +89,17 @@ struct DriverOps {
   // Optional. Reap completions on a poll hw queue into iob (or end them
   // directly); returns how many were found.
   int (*poll)(HwCtx* hctx, IoCompBatch* iob) = nullptr;
+  // Optional (Queue::wait). Sleep while *word == val and *channel ==
+  // channel_val, completing what the device reports done on this hw queue
+  // meanwhile (as an interrupt that woke this thread would). `channel` is
+  // the calling thread's wake channel: wake_waiters(word) bumps and
+  // futex-wakes it, and it is never freed, so a driver may leave a futex
+  // wait armed on it (the caller's word may die once the call returns).
+  // Task context. Return 0 when it slept or returned early (the caller
+  // re-checks its condition), or a negative errno when it cannot wait
+  // here; the core then sleeps on the word itself.
+  int (*wait)(HwCtx* hctx, const std::atomic<uint32_t>* word, uint32_t val, std::atomic<uint32_t>* channel,
+              uint32_t channel_val) = nullptr;
   // Required with complete_request(): end the request (usually by
   // end_request(rq, rq->status)). Runs in the context the core routes to.
   void (*complete)(Request* rq) = nullptr;

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -105,6 +106,22 @@ class Queue {
   // Returns the number of completions found. Task context.
   int poll(const Bio* bio);
 
+  // Waits for completions the way a submitter sleeping for its I/O does:
+  // sleeps while *word == val until a wake_waiters(word) (any FUTEX_WAKE on
+  // it) arrives, and may return early or spuriously, so the caller loops on
+  // its own condition. Where the driver of the hw queue `bio` went to can
+  // deliver completions to the thread that waits (uring: the ring runs
+  // the I/O's completion work in its submitter), the thread sleeps in the
+  // device instead and completes what arrives there, routed as an
+  // interrupt's would be, so a completion reaches its waiter with no
+  // hand-off through a reaper thread. Other drivers: a plain futex wait.
+  // `bio` must have been submitted to this queue (its hctx is read from it;
+  // it may have completed since). A polled bio (kBioPolled) is ended only
+  // by Queue::poll: waiting for it here sleeps until something else wakes
+  // the word. Task context; never from end_io. Cost: a plain futex wait,
+  // or (uring) one io_uring_enter plus two short locked sections.
+  void wait(const Bio* bio, std::atomic<uint32_t>* word, uint32_t val);
+
   // Driver-private ("passthrough") commands, as blk_mq_alloc_request and
   // blk_execute_rq: a request with no bio that bypasses merging and the
   // scheduler and goes to the head of the hctx dispatch list. `reserved`
@@ -203,5 +220,11 @@ class Queue {
   Queue() = default;
   std::atomic<QueueClockFn> clock_{nullptr};
 };
+
+// Wakes the threads sleeping in Queue::wait (or futex_wait) on `word`;
+// the waker changes *word first. All of them by default: a thread waiting
+// in a uring device has a futex wait armed in each ring it waited on, and
+// one wake must reach the ring it sleeps in. Any context; one system call.
+void wake_waiters(std::atomic<uint32_t>* word, int nr = INT_MAX);
 
 }  // namespace blkmq

@@ -145,5 +145,15 @@ TEST(BenchEndToEnd, RefusedCycleValueFailsTheRun) {
   std::remove(out.c_str());
 }
 
+// Regression (issue 13): a hipri job deeper than the poll queue's tags
+// slept for a tag that only its own polling could free, and its I/O timed
+// out. Polled bios now go nowait and are polled for and retried, as
+// io_uring's IOPOLL does; the run ends in time and without errors.
+TEST(BenchEndToEnd, PolledJobDeeperThanItsQueueDoesNotSleepForATag) {
+  EXPECT_EQ(run_bench({"--driver=null", "--memory_backed=1", "--poll_queues=1", "--hipri=1", "--hw_queue_depth=4",
+                       "--name=x", "--rw=randwrite", "--bs=4k", "--iodepth=32", "--size=16m", "--verify=crc32c"}),
+            0);
+}
+
 }  // namespace
 }  // namespace bench

@@ -83,7 +83,10 @@ Status Job::prepare() {
   // The logs need the time stamps gtod_reduce would save.
   gtod_ = !spec_.gtod_reduce || spec_.log.any();
   log_.init(spec_.log, spec_.bs, spec_.prioclass == 1);
-  bio_flags_ = spec_.hipri ? uint32_t{blkmq::kBioPolled} : 0u;
+  // Polled bios must not sleep for a tag: only this thread's polling frees
+  // them (a poll queue has no interrupt), so as io_uring does with IOPOLL
+  // they go nowait, and one that finds no tag is polled for and retried.
+  bio_flags_ = spec_.hipri ? uint32_t{blkmq::kBioPolled | blkmq::kBioNowait} : 0u;
   if (spec_.prioclass > 0)
     ioprio_ = blkmq::ioprio_value(static_cast<blkmq::IoprioClass>(spec_.prioclass), static_cast<unsigned>(spec_.prio));
   // randrepeat=0: a new sequence each run; else fixed per seed and clone.
@@ -203,6 +206,10 @@ void Job::run_phase(Phase ph) {
     // Verify phases run to the end of the region: a stopped write phase
     // would leave blocks unchecked.
     if (ph == Phase::normal && stop_.load(std::memory_order_relaxed)) stopping_ = true;
+    if (!retry_.empty()) {
+      resubmit_retries();
+      continue;
+    }
     bool more = !stopping_ && issued_ < target_;
     if (more && inflight_ < depth) {
       uint64_t left = target_ - issued_;
@@ -320,9 +327,9 @@ void Job::push_remote(IoUnit* u) {
   do {
     u->next = h;
   } while (!remote_head_.compare_exchange_weak(h, u, std::memory_order_release, std::memory_order_relaxed));
-  int32_t n = remote_count_.fetch_add(1, std::memory_order_seq_cst) + 1;
-  uint32_t w = wait_for_.load(std::memory_order_seq_cst);
-  if (w != 0 && n >= static_cast<int32_t>(w)) remote_count_.notify_one();
+  const uint32_t n = remote_count_.fetch_add(1, std::memory_order_seq_cst) + 1;
+  const uint32_t w = wait_for_.load(std::memory_order_seq_cst);
+  if (w != 0 && n >= w) blkmq::wake_waiters(&remote_count_);
 }
 
 // Completions are time-stamped here, when the job reaps them, not in
@@ -341,7 +348,7 @@ unsigned Job::reap_ready() {
   unsigned n = process_list(l, now);
   if (r != nullptr) {
     unsigned k = process_list(r, now);
-    remote_count_.fetch_sub(static_cast<int32_t>(k), std::memory_order_relaxed);
+    remote_count_.fetch_sub(k, std::memory_order_relaxed);
     n += k;
   }
   if (log_.enabled()) log_.tick(now);
@@ -362,6 +369,10 @@ unsigned Job::process_list(IoUnit* u, uint64_t now) {
 }
 
 inline void Job::process(IoUnit* u, uint64_t now) {
+  if (u->bio.status == blkmq::BlkStatus::again && spec_.hipri) {
+    retry_.push_back(u);
+    return;
+  }
   inflight_--;
   u->inflight = false;
   free_[nfree_++] = u;
@@ -422,28 +433,50 @@ void Job::wait_completions(unsigned need) {
   }
 }
 
+// Sleeps in the queue (Queue::wait), which with a uring device means in
+// the ring: what completes there is ended by this thread (the local list),
+// so the wait ends on a local completion too, not only on enough remote ones.
 void Job::sleep_for_remote(unsigned need) {
   wait_for_.store(need, std::memory_order_seq_cst);
   for (;;) {
-    int32_t n = remote_count_.load(std::memory_order_seq_cst);
-    if (n >= static_cast<int32_t>(need)) break;
-    remote_count_.wait(n, std::memory_order_seq_cst);
+    const uint32_t n = remote_count_.load(std::memory_order_seq_cst);
+    if (n >= need || local_head_ != nullptr) break;
+    const blkmq::Bio* bio = inflight_bio();
+    if (bio == nullptr) break;  // every unit ended: they are on a list
+    q_.wait(bio, &remote_count_, n);
   }
   wait_for_.store(0, std::memory_order_relaxed);
+}
+
+// Some bio still in flight, taken round-robin so waits and polls visit the
+// hctxs a job's bios went to (the job may have moved between CPUs).
+const blkmq::Bio* Job::inflight_bio() {
+  const unsigned depth = spec_.iodepth;
+  for (unsigned i = 0; i < depth; ++i) {
+    IoUnit& u = units_[poll_cursor_];
+    poll_cursor_ = poll_cursor_ + 1 == depth ? 0 : poll_cursor_ + 1;
+    if (u.inflight) return &u.bio;
+  }
+  return nullptr;
 }
 
 // hipri: poll the hctx of some bio still in flight; completions found run
 // end_io on this thread (the local list).
 void Job::poll_once() {
-  const unsigned depth = spec_.iodepth;
-  for (unsigned i = 0; i < depth; ++i) {
-    IoUnit& u = units_[poll_cursor_];
-    poll_cursor_ = poll_cursor_ + 1 == depth ? 0 : poll_cursor_ + 1;
-    if (u.inflight) {
-      q_.poll(&u.bio);
-      return;
-    }
+  if (const blkmq::Bio* bio = inflight_bio()) q_.poll(bio);
+}
+
+// Polls first, so that a bio refused for want of a tag goes again only
+// after completions may have freed one (resubmitting at once would spin).
+// Each keeps its submit time: its latency includes the wait.
+void Job::resubmit_retries() {
+  poll_once();
+  retrying_.swap(retry_);  // what fails again goes back on retry_
+  for (IoUnit* u : retrying_) {
+    fill_bio(u, u->ddir == kWrite, static_cast<uint32_t>(u->iov.iov_len));
+    q_.submit_bio(&u->bio);
   }
+  retrying_.clear();
 }
 
 }  // namespace bench

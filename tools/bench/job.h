@@ -82,6 +82,8 @@ class Job {
   void wait_completions(unsigned need);
   void sleep_for_remote(unsigned need);
   void poll_once();
+  void resubmit_retries();
+  const blkmq::Bio* inflight_bio();
   void check_ramp();
   void begin_measure();
   void record_error(const IoUnit* u, int err, std::string msg);
@@ -110,6 +112,10 @@ class Job {
   unsigned nfree_ = 0;
   unsigned inflight_ = 0;
   unsigned poll_cursor_ = 0;
+  // hipri: bios that found no tag (kBioNowait, BlkStatus::again), to submit
+  // again after a poll has freed some; still counted in inflight_.
+  std::vector<IoUnit*> retry_;
+  std::vector<IoUnit*> retrying_;  // resubmit_retries' batch (kept: no allocation per pass)
 
   // Loop state, job thread only.
   Phase phase_ = Phase::normal;
@@ -132,7 +138,7 @@ class Job {
 
   // Written by other threads: each on its own cache line.
   alignas(64) std::atomic<IoUnit*> remote_head_{nullptr};
-  alignas(64) std::atomic<int32_t> remote_count_{0};  // pushed, not yet reaped
+  alignas(64) std::atomic<uint32_t> remote_count_{0};  // pushed, not yet reaped; the wait word
   std::atomic<uint32_t> wait_for_{0};                 // >0: job sleeps until that many
   alignas(64) std::atomic<bool> ramp_over_{false};
   std::atomic<bool> stop_{false};

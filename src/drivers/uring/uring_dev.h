@@ -28,6 +28,8 @@ class UringDevice;
 // Segments per request: bounds the iovec array in every request's payload
 // (QueueLimits::max_segments).
 constexpr uint16_t kMaxSegments = 128;
+// How many CQEs one reaping pass takes before advancing the CQ head.
+constexpr unsigned kReapBatch = 32;
 
 // The driver payload behind every Request: the iovecs of the transfer and
 // where it stands, so a short transfer continues where it stopped.
@@ -85,15 +87,34 @@ class UringQueue {
   void commit();
   // Poll queues: reaps what completed (Queue::poll). Task context.
   int poll(IoCompBatch* iob);
+  // Queue::wait on a default-type queue (DriverOps::wait, uring_wait.cc):
+  // sleeps in the ring until a CQE or a wake of the thread's channel,
+  // completing what arrived. -EOPNOTSUPP where it cannot (poll queues, no
+  // futex op, waiter_reaps=0), -EAGAIN when the SQ had no room for the arm.
+  int wait(const std::atomic<uint32_t>* word, uint32_t val, std::atomic<uint32_t>* channel, uint32_t channel_val);
 
  private:
+  // While a thread holds the CQ (it is submitting, or waiting in the ring)
+  // it reaps what arrives itself, so the reaper's eventfd is muted: the
+  // kernel then posts completions without waking the reaper. The last
+  // holder to leave unmutes it and reaps what came in meanwhile.
+  void hold_cq();
+  void release_cq();
+  void set_reaper_notify(bool on);
+  void reaper_sleep();
+  // Reaps everything in the CQ if no one else is at it (hardirq context).
+  bool try_reap_all();
   bool prep_locked(Request* rq);
   void submit_locked();
   void resubmit(Request* rq);
   // Handles one CQE's result; true when the request is finished, with *st.
   bool handle_result(Request* rq, int res, BlkStatus* st);
   void reap_ready();
-  bool reap_locked(bool reaper);
+  // Completes up to one batch of CQEs (cq_mu_ held, hardirq context);
+  // returns how many it consumed. *stop: the reaper's stop token was among
+  // them (only the reaper consumes it; others stop short of it).
+  unsigned reap_locked(bool reaper, bool* stop);
+  int setup_reaper_notify();
   void reap_loop();
   void stop_reaper();
 
@@ -113,6 +134,10 @@ class UringQueue {
   // (reap_ready); on poll queues, the pollers (several may share one).
   std::mutex cq_mu_;
   std::thread reaper_;
+  int efd_ = -1;             // the reaper's eventfd, registered with the ring
+  bool futex_op_ = false;    // IORING_OP_FUTEX_WAIT works (and waiter_reaps)
+  uint64_t ring_id_ = 0;     // unique per ring ever made: keys armed futex waits
+  std::atomic<unsigned> cq_holders_{0};
 };
 
 class UringDevice final : public Device {
@@ -164,5 +189,10 @@ class UringDevice final : public Device {
 };
 
 extern const DriverOps kUringOps;
+
+// uring_wait.cc. Whether IORING_OP_FUTEX_WAIT works on this kernel.
+bool probe_futex_wait(io_uring* ring);
+// True (and the wait it armed is marked done) for a futex wait's CQE.
+bool consume_futex_cqe(uint64_t user_data);
 
 }  // namespace blkmq::uring

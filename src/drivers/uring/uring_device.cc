@@ -238,6 +238,11 @@ Status UringDevice::setup() {
   cfg.nr_queues[static_cast<unsigned>(HctxType::poll)] = params_.poll_queues;
   cfg.queue_depth = params_.hw_queue_depth;
   cfg.cmd_size = (sizeof(UringCmd) + 15) & ~size_t{15};
+  // As the kernel's loop driver (BLK_MQ_F_NO_SCHED_BY_DEFAULT): the file
+  // system and the device below schedule already, so a single-queue uring
+  // device starts with "none", not mq-deadline; queue/scheduler or
+  // --scheduler picks one.
+  cfg.flags |= kTagSetNoSchedByDefault;
   auto ts = TagSet::create(cfg);
   if (!ts) return Status::error(ts.status().code(), "uring: " + ts.status().message());
   tag_set_ = std::move(*ts);

@@ -46,6 +46,11 @@ void uring_commit_rqs(HwCtx* hctx) { to_uq(hctx)->commit(); }
 
 int uring_poll(HwCtx* hctx, IoCompBatch* iob) { return to_uq(hctx)->poll(iob); }
 
+int uring_wait(HwCtx* hctx, const std::atomic<uint32_t>* word, uint32_t val, std::atomic<uint32_t>* channel,
+               uint32_t channel_val) {
+  return to_uq(hctx)->wait(word, val, channel, channel_val);
+}
+
 void uring_complete(Request* rq) { end_request(rq, rq->status); }
 
 TimeoutResult uring_timeout(Request* rq) {
@@ -93,6 +98,7 @@ const DriverOps kUringOps = {
     .put_budget = nullptr,
     .timeout = uring_timeout,
     .poll = uring_poll,
+    .wait = uring_wait,
     .complete = uring_complete,
     .init_hctx = uring_init_hctx,
     .exit_hctx = uring_exit_hctx,

@@ -42,7 +42,7 @@ const drvparam::ParamDef<UringParams> kParams[] = {
      [](UringParams& p, const ParamValue& v) {
        return v.to_int(0u, kMaxQueues, &p.poll_queues);
      }},
-    {"hw_queue_depth", "64", "driver tags per hw queue (= ring entries)",
+    {"hw_queue_depth", "128", "driver tags per hw queue (= ring entries); 128 as the kernel's loop driver",
      [](UringParams& p, const ParamValue& v) {
        return v.to_int(1u, 4096u, &p.hw_queue_depth);
      }},
@@ -62,6 +62,11 @@ const drvparam::ParamDef<UringParams> kParams[] = {
      [](UringParams& p, const ParamValue& v) {
        return v.to_int(0u, 1u << 20, &p.force_async);
      }},
+    {"waiter_reaps", "1",
+     "a thread sleeping in Queue::wait sleeps in the ring and completes what arrives there, "
+     "instead of the reaper thread completing it and waking the thread (kernel 6.7+: needs "
+     "io_uring's futex wait); 0 = the reaper completes everything",
+     [](UringParams& p, const ParamValue& v) { return v.to_bool(&p.waiter_reaps); }},
 };
 
 }  // namespace

@@ -18,10 +18,11 @@ struct UringParams {
   unsigned bs = 512;             // logical block size: power of two, 512..4096
   unsigned submit_queues = 1;    // default-type hw queues, one ring each
   unsigned poll_queues = 0;      // poll-type hw queues, reaped by Queue::poll
-  unsigned hw_queue_depth = 64;  // driver tags per hw queue = ring entries
+  unsigned hw_queue_depth = 128; // driver tags per hw queue = ring entries (loop's default)
   bool sqpoll = false;           // IORING_SETUP_SQPOLL: a kernel thread submits
   bool fixed_files = true;       // register the fd with each ring
   unsigned max_sectors = 2560;   // max request size in 512 B sectors
+  bool waiter_reaps = true;       // Queue::wait sleeps in the ring and reaps (see uring_wait.cc)
   unsigned force_async = 0;      // every Nth SQE gets IOSQE_ASYNC (fio's force_async); 0 = none
 };
 

@@ -5,6 +5,8 @@
 #include <linux/falloc.h>
 #include <linux/fs.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -24,8 +26,6 @@ constexpr uint64_t kStopToken = 0;
 // work when the task exits). Both are resubmitted, by the thread that reaps
 // them; give up after this many resubmissions rather than spin forever.
 constexpr uint16_t kMaxRetries = 1000;
-// How many CQEs one reaping pass takes before advancing the CQ head.
-constexpr unsigned kReapBatch = 32;
 // SQPOLL kernel thread idle time before it sleeps (needs a wakeup then).
 constexpr unsigned kSqThreadIdleMs = 50;
 
@@ -52,6 +52,7 @@ void advance(UringCmd* cmd, uint32_t done) {
 UringQueue::~UringQueue() {
   stop_reaper();
   if (ring_ready_) io_uring_queue_exit(&ring_);
+  if (efd_ >= 0) close(efd_);
 }
 
 int UringQueue::start(bool poll_type) {
@@ -82,6 +83,7 @@ int UringQueue::start(bool poll_type) {
     fixed_file_ = io_uring_register_files(&ring_, &fd, 1) == 0;
   }
   if (!poll_type) {
+    if (const int e = setup_reaper_notify(); e < 0) return e;
     base::ThreadOptions opts;
     opts.name = "uring-reap/" + std::to_string(idx_);
     reaper_ = base::start_thread(opts, [this] { reap_loop(); });
@@ -171,18 +173,21 @@ BlkStatus UringQueue::issue(Request* rq, bool last) {
     start_request(rq);
     prep_locked(rq);
     if (!last) return BlkStatus::ok;
-    submit_locked();
   }
-  reap_ready();
+  commit();
   return BlkStatus::ok;
 }
 
+// What the submit's task work posts on the way out of io_uring_enter is
+// this thread's to reap (reap_ready), so the reaper is muted meanwhile.
 void UringQueue::commit() {
+  hold_cq();
   {
     std::lock_guard lk(sq_mu_);
     submit_locked();
   }
   reap_ready();
+  release_cq();
 }
 
 // io_uring posts the CQE of a read or write from task work of the thread
@@ -199,32 +204,31 @@ void UringQueue::reap_ready() {
   if (!lk.owns_lock()) return;  // the reaper is at it
   if (!io_uring_cq_ready(&ring_)) return;
   HardirqScope irq;
-  reap_locked(/*reaper=*/false);
+  bool stop;
+  reap_locked(/*reaper=*/false, &stop);
 }
 
-// Completes up to kReapBatch CQEs (cq_mu_ held, in hardirq context).
-// Returns true when the reaper's stop token was consumed; a caller that is
-// not the reaper stops before the token and leaves it to the reaper.
-bool UringQueue::reap_locked(bool reaper) {
+unsigned UringQueue::reap_locked(bool reaper, bool* stop) {
   io_uring_cqe* cqes[kReapBatch];
   const unsigned n = io_uring_peek_batch_cqe(&ring_, cqes, kReapBatch);
-  bool stop = false;
+  *stop = false;
   unsigned used = 0;
   for (; used < n; used++) {
     const uint64_t data = cqes[used]->user_data;
     const int res = cqes[used]->res;
     if (data == kStopToken) {
       if (!reaper) break;
-      stop = true;
+      *stop = true;
       continue;
     }
+    if (consume_futex_cqe(data)) continue;
     auto* rq = reinterpret_cast<Request*>(data);
     (void)to_cmd(rq)->issued.load(std::memory_order_acquire);
     BlkStatus st;
     if (handle_result(rq, res, &st)) complete_request(rq, st);
   }
   io_uring_cq_advance(&ring_, used);
-  return stop;
+  return used;
 }
 
 void UringQueue::resubmit(Request* rq) {
@@ -272,7 +276,7 @@ void UringQueue::reap_loop() {
       if (io_uring_cq_ready(&ring_)) {
         found = true;
         HardirqScope irq;
-        stop = reap_locked(/*reaper=*/true);
+        reap_locked(/*reaper=*/true, &stop);
       }
     }
     if (found) {
@@ -281,13 +285,7 @@ void UringQueue::reap_loop() {
     }
     if (stop) return;
     if (found) continue;
-    // Sleep until the CQ holds an entry past the head we published; the
-    // kernel reads the head itself, so this does not touch it here.
-    const int r = io_uring_enter(ring_.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, nullptr);
-    if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
-      std::fprintf(stderr, "uring-reap/%u: io_uring_enter: %d\n", idx_, r);
-      return;
-    }
+    reaper_sleep();
   }
 }
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# blkmq's uring driver against fio's io_uring engine over the matrix of
+# issue 13: random reads, O_DIRECT, iodepth 1/32/128, 4k and 128k, on a
+# device-bound file (written data on the root disk) and a cached one
+# (fallocated: its reads never touch the disk). Each cell alternates fio,
+# blkmq with its defaults, blkmq with waiter_reaps=0 (the reaper completes
+# everything, as before issue 13) and blkmq with a poll queue, ROUNDS
+# times, and prints medians, ratios to fio and each run's clat p99.
+# Usage: bench/uring_matrix.sh [blkmq] [rounds] [runtime] [depths] [sizes]
+set -euo pipefail
+BLKMQ=${1:-build/release/tools/blkmq}
+ROUNDS=${2:-3}
+RT=${3:-3}
+DEPTHS=${4:-"1 32 128"}
+SIZES=${5:-"4k 128k"}
+cd "$(dirname "$0")/.."
+DEV=/var/tmp/blkmq-uring-device.dat
+CACHED=/var/tmp/blkmq-uring-cached.dat
+[ -f "$DEV" ] || dd if=/dev/urandom of="$DEV" bs=1M count=256 oflag=direct status=none
+[ -f "$CACHED" ] || fallocate -l 1G "$CACHED"
+export SHOW='clat percentiles \([a-z]+\)' SHOW2='99.00th=\[ *[0-9]+\]'
+for f in "$DEV" "$CACHED"; do
+  for bs in $SIZES; do
+    for qd in $DEPTHS; do
+      echo "== $(basename "$f") bs=$bs iodepth=$qd"
+      job="--name=x --filename=$f --direct=1 --rw=randread --bs=$bs --iodepth=$qd --runtime=$RT --time_based"
+      bench/alternate.sh "$ROUNDS" \
+        "fio io_uring" "fio --ioengine=io_uring --thread $job" \
+        "blkmq uring" "$BLKMQ bench --driver=uring $job" \
+        "blkmq uring waiter_reaps=0" "$BLKMQ bench --driver=uring --waiter_reaps=0 $job" \
+        "blkmq uring poll queue" "$BLKMQ bench --driver=uring --poll_queues=1 --hipri=1 $job"
+    done
+  done
+done
