@@ -107,9 +107,10 @@ class Queue {
   int poll(const Bio* bio);
 
   // Waits for completions the way a submitter sleeping for its I/O does:
-  // sleeps while *word == val until a wake_waiters(word) (any FUTEX_WAKE on
-  // it) arrives, and may return early or spuriously, so the caller loops on
-  // its own condition. Where the driver of the hw queue `bio` went to can
+  // sleeps while *word == val until a wake_waiters(word) arrives (a raw
+  // FUTEX_WAKE on the word does not reach a thread asleep in a device), and
+  // may return early or spuriously, so the caller loops on its own
+  // condition. Where the driver of the hw queue `bio` went to can
   // deliver completions to the thread that waits (uring: the ring runs
   // the I/O's completion work in its submitter), the thread sleeps in the
   // device instead and completes what arrives there, routed as an
@@ -221,10 +222,10 @@ class Queue {
   std::atomic<QueueClockFn> clock_{nullptr};
 };
 
-// Wakes the threads sleeping in Queue::wait (or futex_wait) on `word`;
-// the waker changes *word first. All of them by default: a thread waiting
-// in a uring device has a futex wait armed in each ring it waited on, and
-// one wake must reach the ring it sleeps in. Any context; one system call.
+// Wakes up to `nr` futex sleepers on `word` and every thread sleeping for
+// it in a device through Queue::wait (their wake channels); the waker
+// changes *word first. Any context; cost: a futex wake, a short spinlock,
+// and one more futex wake per thread found asleep in a device.
 void wake_waiters(std::atomic<uint32_t>* word, int nr = INT_MAX);
 
 }  // namespace blkmq
