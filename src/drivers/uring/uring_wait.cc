@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <mutex>
 #include <vector>
 
