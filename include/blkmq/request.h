@@ -155,4 +155,8 @@ struct RqList {
   void clear() { head = tail = nullptr; count = 0; }
 };
 
+// The request whose `queuelist` is n: for walking a ListNode list of
+// requests (dispatch, scheduler, requeue lists). Any context; free.
+inline Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
+
 }  // namespace blkmq

@@ -18,8 +18,6 @@ namespace {
 
 enum class Prep : uint8_t { ok, no_tag, no_budget };
 
-Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
-
 bool stopped(const HwCtxImpl* h) { return h->state.load(std::memory_order_acquire) & kHctxStopped; }
 
 bool shared_driver_tags(const HwCtxImpl* h) {

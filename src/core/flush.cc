@@ -29,8 +29,6 @@ struct FlushQueue {
 
 namespace {
 
-Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
-
 uint8_t next_step(const Request* rq) {
   for (uint8_t s = kSeqPreflush; s <= kSeqDone; s = static_cast<uint8_t>(s << 1))
     if (!(rq->flush_seq & s)) return s;

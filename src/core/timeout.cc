@@ -13,8 +13,6 @@ namespace {
 constexpr uint64_t kMaxTimeoutNs = 5ull * 1000000000ull;  // BLK_MAX_TIMEOUT: rescan at least every 5 s
 constexpr uint64_t kSecNs = 1000000000ull;
 
-Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
-
 uint64_t round_up_sec(uint64_t ns) { return (ns + kSecNs - 1) / kSecNs * kSecNs; }
 
 }  // namespace

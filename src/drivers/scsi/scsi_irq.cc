@@ -12,7 +12,6 @@
 namespace blkmq::scsi {
 namespace {
 
-inline Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
 inline ScsiCmd* cmd_of(Request* rq) { return rq->pdu_as<ScsiCmd>(); }
 
 }  // namespace

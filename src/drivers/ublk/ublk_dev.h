@@ -19,6 +19,10 @@
 
 namespace blkmq::ublkd {
 
+// The name create_device() knows this driver by. A literal: registration
+// may run before the drivers' dynamic initializers.
+inline constexpr const char* kDriverName = "ublk";
+
 // The driver payload behind every Request: the UblkIo the target sees.
 // Constructed in place by init_request, destroyed by exit_request.
 struct UblkCmd final : UblkIo {

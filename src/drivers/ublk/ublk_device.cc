@@ -8,8 +8,6 @@
 namespace blkmq::ublkd {
 namespace {
 
-// A literal: registration may run before this file's dynamic initializers.
-constexpr const char* kDriverName = "ublk";
 constexpr unsigned kMaxUblkDepth = 4096;  // UBLK_MAX_QUEUE_DEPTH
 
 // Device names ublkb0, ublkb1, ...: the lowest free index, as ublk's idr.

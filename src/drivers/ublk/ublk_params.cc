@@ -11,7 +11,6 @@
 namespace blkmq::ublkd {
 namespace {
 
-constexpr const char* kDriverName = "ublk";
 // The null target's capacity when size is not given (null_blk's 250 GiB).
 constexpr uint64_t kNullDefaultSize = 250ull << 30;
 

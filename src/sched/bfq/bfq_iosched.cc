@@ -18,8 +18,6 @@ namespace blkmq {
 namespace bfq {
 namespace {
 
-
-Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
 unsigned sync_idx(const Request* rq) { return rq_is_sync(rq) ? 1 : 0; }
 
 bool bio_is_sync(const Bio* bio) {
@@ -581,7 +579,6 @@ void register_bfq() {
   static const bool registered = register_elevator(&type).is_ok();
   (void)registered;
 }
-
 
 bool bfq_run_idle_timer(Queue* q) {
   bfq::BfqData* bfqd = bfq::instance(q);

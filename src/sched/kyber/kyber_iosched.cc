@@ -14,7 +14,6 @@ int rq_token(const Request* rq) { return static_cast<int>(reinterpret_cast<intpt
 void set_rq_token(Request* rq, intptr_t token) { rq->elv_priv[0] = reinterpret_cast<void*>(token); }
 
 HctxData* khd_of(HwCtx* hctx) { return static_cast<HctxData*>(hctx->sched_data); }
-Request* rq_of(ListNode* n) { return list_entry<Request, &Request::queuelist>(n); }
 
 // ---- setup and teardown ----
 
