@@ -195,14 +195,6 @@ uint64_t Sbitmap::get_batch(unsigned nr, unsigned* offset, unsigned hint) {
   return 0;
 }
 
-void Sbitmap::clear_bit(unsigned bit) {
-  assert(bit < (map_nr_ << shift_));
-  uint64_t mask = 1ull << (bit & ((1u << shift_) - 1));
-  [[maybe_unused]] uint64_t old =
-      map_[bit >> shift_].cleared.fetch_or(mask, std::memory_order_seq_cst);
-  assert(!(old & mask) && "double free of an sbitmap bit");
-}
-
 void Sbitmap::clear_mask(unsigned word_first, uint64_t mask) {
   assert((word_first >> shift_) < map_nr_);
   map_[word_first >> shift_].cleared.fetch_or(mask, std::memory_order_seq_cst);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -37,8 +38,14 @@ class Sbitmap {
   // Same, starting the search at the word that holds bit `hint`.
   uint64_t get_batch(unsigned nr, unsigned* offset, unsigned hint);
   // Frees a bit (deferred: goes to the word's cleared mask). Sequentially
-  // consistent, so a waker may check for waiters right after it.
-  void clear_bit(unsigned bit);
+  // consistent, so a waker may check for waiters right after it. Inline:
+  // once per request freed.
+  void clear_bit(unsigned bit) {
+    assert(bit < (map_nr_ << shift_));
+    const uint64_t mask = 1ull << (bit & ((1u << shift_) - 1));
+    [[maybe_unused]] const uint64_t old = map_[bit >> shift_].cleared.fetch_or(mask, std::memory_order_seq_cst);
+    assert(!(old & mask) && "double free of an sbitmap bit");
+  }
   // Frees the bits of `mask` in the word that starts at bit `word_first`
   // (a multiple of 1 << shift) with one atomic operation.
   void clear_mask(unsigned word_first, uint64_t mask);
@@ -126,8 +133,16 @@ class SbitmapQueue {
   uint64_t get_batch(unsigned nr, unsigned* offset);
   // Free a bit allocated on any CPU; `cpu` is the allocating CPU whose hint
   // is updated (kernel: the CPU that frees updates the allocator's hint).
-  // Wakes waiters in batches of wake_batch().
-  void clear(unsigned bit, unsigned cpu);
+  // Wakes waiters in batches of wake_batch(). Inline: once per request
+  // freed; the wake-up is out of line.
+  void clear(unsigned bit, unsigned cpu) {
+    sb_.clear_bit(bit);
+    if (ws_active_.load(std::memory_order_seq_cst)) wake_up(1);
+    // Freeing CPU steers the allocating CPU back to a bit that is hot in
+    // cache; a plain store, the hint is only a hint.
+    if (!round_robin_ && bit < sb_.depth())
+      alloc_hint_[cpu < nr_hints_ ? cpu : cpu % nr_hints_].store(bit, std::memory_order_relaxed);
+  }
   // Frees several bits, then wakes once for all of them.
   void clear_batch(const int* bits, unsigned nr, int offset);
 

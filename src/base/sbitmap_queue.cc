@@ -111,15 +111,6 @@ uint64_t SbitmapQueue::get_batch(unsigned nr, unsigned* offset) {
 // seq_cst pair orders "bit freed" before "any waiters?" against add_wait()'s
 // "waiter counted" before "retry the allocation": one of the two always
 // sees the other, so no waiter sleeps on a bit freed unseen.
-void SbitmapQueue::clear(unsigned bit, unsigned cpu) {
-  sb_.clear_bit(bit);
-  if (ws_active_.load(std::memory_order_seq_cst)) wake_up(1);
-  // Freeing CPU steers the allocating CPU back to a bit that is hot in
-  // cache; a plain store, the hint is only a hint.
-  if (!round_robin_ && bit < sb_.depth())
-    alloc_hint_[cpu % nr_hints_].store(bit, std::memory_order_relaxed);
-}
-
 void SbitmapQueue::clear_batch(const int* bits, unsigned nr, int offset) {
   if (nr == 0) return;
   const unsigned shift = sb_.shift();

@@ -30,9 +30,9 @@ void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool end) {
 
 namespace {
 
-void account_io_done(Request* rq, uint64_t now) {
+void account_io_done(Request* rq, uint64_t now, unsigned cpu) {
   QueueImpl* q = to_impl(rq->q);
-  PartStat& st = q->stats_[base::this_cpu()];
+  PartStat& st = q->stats_[cpu];
   const unsigned g = stat_group(rq->op);
   st.ios[g].fetch_add(1, std::memory_order_relaxed);
   st.nsecs[g].fetch_add(now > rq->start_time_ns ? now - rq->start_time_ns : 0, std::memory_order_relaxed);
@@ -68,6 +68,45 @@ bool complete_remote(Request* rq) {
   return false;
 }
 
+// blk_update_request for all that is left of rq: every bio still on it
+// ends with st, and its bytes count as done, in one pass.
+void end_all_bios(Request* rq, BlkStatus st, unsigned cpu) {
+  if (!rq->bio) return;
+  if ((rq->rq_flags & kRqfIoStat) && rq->data_len)
+    to_impl(rq->q)->stats_[cpu].sectors[stat_group(rq->op)].fetch_add(rq->data_len >> kSectorShift,
+                                                                       std::memory_order_relaxed);
+  while (Bio* bio = rq->bio) {
+    rq->bio = bio->bi_next;
+    bio->bi_next = nullptr;
+    bio->done_bytes = bio->size;
+    if (st != BlkStatus::ok && bio->status == BlkStatus::ok) bio->status = st;
+    bio_endio(bio);  // the bio may be reused from here on
+  }
+  rq->biotail = nullptr;
+  rq->data_len = 0;
+}
+
+// __blk_mq_end_request: accounting, the scheduler's completion hooks, the
+// request's own end_io, then its tags.
+void release_request(Request* rq, BlkStatus st, unsigned cpu) {
+  uint64_t now = 0;
+  QueueImpl* q = to_impl(rq->q);
+  if (rq->rq_flags & kRqfIoStat) {
+    now = blk_time_get_ns(q);
+    account_io_done(rq, now, cpu);
+  }
+  if ((rq->rq_flags & kRqfUseSched) && q->elevator_ && q->elevator_->type->ops.completed_request)
+    q->elevator_->type->ops.completed_request(rq, now ? now : q->now_ns());
+  if (rq->end_io) {
+    if (rq->rq_flags & kRqfUseSched) {
+      if (q->elevator_ && q->elevator_->type->ops.finish_request) q->elevator_->type->ops.finish_request(rq);
+      rq->rq_flags &= ~kRqfUseSched;
+    }
+    if (!rq->end_io(rq, st)) return;
+  }
+  free_request(rq, cpu);
+}
+
 }  // namespace
 
 void account_io_start(Request* rq) {
@@ -83,8 +122,7 @@ void start_request(Request* rq) {
   HwCtxImpl* h = to_impl(rq->mq_hctx);
   QueueImpl* q = h->q;
   if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = q->now_ns();
-  set_deadline(rq);
-  const uint64_t expiry = timer_expiry(rq);
+  const uint64_t expiry = start_timer(rq);
   if (rq->tag >= 0) h->tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_relaxed);
   trace_rq(rq, blktrace::kIssue);
   rq->state.store(RqState::in_flight, std::memory_order_release);
@@ -129,25 +167,6 @@ bool update_request(Request* rq, BlkStatus st, uint32_t bytes) {
   return true;
 }
 
-void end_request_internal(Request* rq, BlkStatus st) {
-  uint64_t now = 0;
-  QueueImpl* q = to_impl(rq->q);
-  if (rq->rq_flags & kRqfIoStat) {
-    now = blk_time_get_ns(q);
-    account_io_done(rq, now);
-  }
-  if ((rq->rq_flags & kRqfUseSched) && q->elevator_ && q->elevator_->type->ops.completed_request)
-    q->elevator_->type->ops.completed_request(rq, now ? now : q->now_ns());
-  if (rq->end_io) {
-    if (rq->rq_flags & kRqfUseSched) {
-      if (q->elevator_ && q->elevator_->type->ops.finish_request) q->elevator_->type->ops.finish_request(rq);
-      rq->rq_flags &= ~kRqfUseSched;
-    }
-    if (!rq->end_io(rq, st)) return;
-  }
-  free_request(rq);
-}
-
 void end_request(Request* rq, BlkStatus st) {
   rq->state.store(RqState::complete, std::memory_order_relaxed);
   trace_rq(rq, blktrace::kComplete, st);
@@ -157,20 +176,11 @@ void end_request(Request* rq, BlkStatus st) {
     rq->end_io(rq, st);
     return;
   }
-  // Finish every bio, including empty ones (a flush bio has no bytes).
-  while (Bio* bio = rq->bio) {
-    if (bio->size - bio->done_bytes) {
-      update_request(rq, st, bio->size - bio->done_bytes);
-      continue;
-    }
-    rq->bio = bio->bi_next;
-    bio->bi_next = nullptr;
-    if (st != BlkStatus::ok && bio->status == BlkStatus::ok) bio->status = st;
-    bio_endio(bio);
-  }
-  rq->biotail = nullptr;
-  rq->data_len = 0;
-  end_request_internal(rq, st);
+  // One CPU read serves all of this request's per-CPU counters. Every bio
+  // is finished, including empty ones (a flush bio has no bytes).
+  const unsigned cpu = base::this_cpu();
+  end_all_bios(rq, st, cpu);
+  release_request(rq, st, cpu);
 }
 
 void complete_rq_now(Request* rq) {
@@ -211,12 +221,12 @@ void end_request_batch(IoCompBatch* iob) {
   int tags[kTagCompBatch];
   unsigned nr = 0;
   HwCtxImpl* cur = nullptr;
+  const unsigned cpu = base::this_cpu();
   while (Request* rq = iob->reqs.pop_front()) {
     rq->state.store(RqState::complete, std::memory_order_relaxed);
     trace_rq(rq, blktrace::kComplete, rq->status);
-    while (update_request(rq, rq->status, rq->data_len)) {
-    }
-    if (rq->rq_flags & kRqfIoStat) account_io_done(rq, blk_time_get_ns(to_impl(rq->q)));
+    end_all_bios(rq, rq->status, cpu);
+    if (rq->rq_flags & kRqfIoStat) account_io_done(rq, blk_time_get_ns(to_impl(rq->q)), cpu);
     rq->state.store(RqState::idle, std::memory_order_relaxed);
     if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;  // a tag iterator holds it
     HwCtxImpl* h = to_impl(rq->mq_hctx);

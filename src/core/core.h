@@ -236,8 +236,11 @@ class QueueImpl final : public Queue {
 
   // usage counter (q_usage_counter)
   bool enter(bool nowait);
-  void exit_ref(unsigned n = 1) { usage_[base::this_cpu()].fetch_sub(n, std::memory_order_release); }
-  void enter_many(unsigned n) { usage_[base::this_cpu()].fetch_add(n, std::memory_order_relaxed); }
+  void exit_ref(unsigned n = 1) { exit_ref_on(base::this_cpu(), n); }
+  // The same on a CPU id the caller has read already (the counter is summed
+  // over all CPUs, so any slot is correct; the caller's own is cheapest).
+  void exit_ref_on(unsigned cpu, unsigned n) { usage_[cpu].fetch_sub(n, std::memory_order_release); }
+  void enter_many(unsigned n, unsigned cpu) { usage_[cpu].fetch_add(n, std::memory_order_relaxed); }
   int64_t usage_sum() const;
   // dispatch epoch (RCU/SRCU around dispatch)
   void dispatch_enter() { dispatch_cnt_[base::this_cpu()].fetch_add(1, std::memory_order_seq_cst); }
@@ -326,11 +329,14 @@ struct AllocData {
   RqList* cached = nullptr;  // where extra batch requests go
   unsigned shallow_depth = 0;
   uint32_t rq_flags = 0;
-  SwCtx* ctx = nullptr;
+  SwCtx* ctx = nullptr;  // the submitter's, if it has read it; else read here
   HwCtxImpl* hctx = nullptr;
 };
 Request* alloc_request(AllocData& data);
 void free_request(Request* rq);
+// The same, for a caller that has read its CPU id already (completion reads
+// it once per request for all its per-CPU counters).
+void free_request(Request* rq, unsigned cpu);
 // Returns a batch of driver tags of one hctx and their usage references.
 void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr);
 bool get_driver_tag(Request* rq);
@@ -361,9 +367,9 @@ void requeue_rq_internal(Request* rq);
 
 // complete.cc
 void complete_rq_now(Request* rq);
-void end_request_internal(Request* rq, BlkStatus st);
 void account_io_start(Request* rq);
 void free_request_ref(Request* rq);
+void free_request_ref(Request* rq, unsigned cpu);
 
 // submit.cc / merge.cc
 bool attempt_plug_merge(QueueImpl* q, Bio* bio, unsigned nr_segs);
@@ -389,6 +395,8 @@ void add_timer(Request* rq);
 void set_deadline(Request* rq);
 // When the queue's timer must fire for rq's deadline (set_deadline first).
 uint64_t timer_expiry(const Request* rq);
+// set_deadline then timer_expiry, reading the timeout once (start_request).
+uint64_t start_timer(Request* rq);
 void arm_queue_timer(QueueImpl* q, uint64_t expiry);
 void arm_timer_for(Request* rq);  // arm_queue_timer(rq's queue, timer_expiry(rq))
 void timeout_timer_fired(QueueImpl* q);

@@ -55,12 +55,23 @@ void flush_plug_list(PlugState* p, bool from_schedule) {
 
 PlugState* current_plug_state() { return tls_plug; }
 
-uint64_t blk_time_get_ns(const QueueImpl* q) {
+namespace {
+
+[[gnu::noinline]] uint64_t blk_time_read_ns(const QueueImpl* q, PlugState* p) {
   if (!q->clock_is_real()) return q->now_ns();
-  PlugState* p = tls_plug;
   if (!p) return precise_now_ns();
-  if (!p->cur_ktime) p->cur_ktime = precise_now_ns();
+  p->cur_ktime = precise_now_ns();
   return p->cur_ktime;
+}
+
+}  // namespace
+
+// Called several times per I/O: the cached case is kept small enough to
+// inline, the clock read is out of line.
+uint64_t blk_time_get_ns(const QueueImpl* q) {
+  PlugState* p = tls_plug;
+  if (p && p->cur_ktime && q->clock_is_real()) return p->cur_ktime;
+  return blk_time_read_ns(q, p);
 }
 
 void add_rq_to_plug(PlugState* p, Request* rq) {

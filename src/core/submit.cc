@@ -3,6 +3,7 @@
 // directly (blk_mq_submit_bio and __submit_bio).
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/event.h"
@@ -30,24 +31,29 @@ bool writes_to_read_only(const QueueImpl* q, const Bio* bio) {
 // What the kernel would not let a bio be built from: no vectors or more
 // than BIO_MAX_VECS, a null buffer, an address or length the device's DMA
 // alignment refuses (blkdev_dio_invalid), lengths that do not add up.
-bool data_vectors_ok(const Bio* bio, uint32_t dma_mask) {
+// *max_vec gets the longest vector, for the split check.
+bool data_vectors_ok(const Bio* bio, uint32_t dma_mask, size_t* max_vec) {
   if (!bio->vec || !bio->nr_vecs || bio->nr_vecs > kBioMaxVecs) return false;
   uint64_t total = 0;
+  size_t longest = 0;
   for (uint16_t i = 0; i < bio->nr_vecs; i++) {
     const iovec& v = bio->vec[i];
     if (!v.iov_base && v.iov_len) return false;
     if ((reinterpret_cast<uintptr_t>(v.iov_base) | v.iov_len) & dma_mask) return false;
     total += v.iov_len;
+    longest = std::max(longest, v.iov_len);
   }
+  *max_vec = longest;
   return total == bio->size;
 }
 
-// Bad input gets a clear status and touches nothing.
-BlkStatus check_bio(const QueueImpl* q, const Bio* bio) {
+// Bad input gets a clear status and touches nothing. For a data bio,
+// *max_vec gets its longest vector.
+BlkStatus check_bio(const QueueImpl* q, const Bio* bio, size_t* max_vec) {
   if (writes_to_read_only(q, bio)) return BlkStatus::readonly;
   const QueueLimits& l = q->limits_;
-  const uint32_t lbs = l.logical_block_size;
-  const uint64_t lbs_sectors = lbs >> kSectorShift;
+  // A power of two (checked at queue creation): masks, not divisions.
+  const uint64_t lbs_mask = l.logical_block_size - 1;
   switch (bio->op) {
     case ReqOp::flush:
       return bio->size ? BlkStatus::inval : BlkStatus::ok;
@@ -59,12 +65,12 @@ BlkStatus check_bio(const QueueImpl* q, const Bio* bio) {
       break;
     case ReqOp::read:
     case ReqOp::write:
-      if (!data_vectors_ok(bio, l.dma_alignment)) return BlkStatus::inval;
+      if (!data_vectors_ok(bio, l.dma_alignment, max_vec)) return BlkStatus::inval;
       break;
     default:
       return BlkStatus::notsupp;
   }
-  if (bio->size == 0 || bio->size % lbs || bio->sector % lbs_sectors) return BlkStatus::inval;
+  if (bio->size == 0 || ((bio->size | (bio->sector << kSectorShift)) & lbs_mask)) return BlkStatus::inval;
   if (bio->end_sector() > l.capacity_sectors || bio->end_sector() < bio->sector) return BlkStatus::inval;
   if ((bio->flags & kBioPolled) && !l.poll) return BlkStatus::notsupp;
   return BlkStatus::ok;
@@ -104,16 +110,14 @@ uint64_t nodata_max_bytes(const QueueImpl* q, const Bio* bio) {
   return bytes / l.logical_block_size * l.logical_block_size;
 }
 
-bool needs_split(const QueueImpl* q, const Bio* bio) {
+// max_vec: the bio's longest vector (from check_bio).
+bool needs_split(const QueueImpl* q, const Bio* bio, size_t max_vec) {
   if (!op_has_data(bio->op)) {
     const uint64_t max = nodata_max_bytes(q, bio);
     return max && bio->size > max;
   }
   const uint64_t max_bytes = static_cast<uint64_t>(q->limits_.max_sectors) << kSectorShift;
-  if (bio->size > max_bytes || bio->nr_vecs > q->limits_.max_segments) return true;
-  for (uint16_t i = 0; i < bio->nr_vecs; i++)
-    if (bio->vec[i].iov_len > q->limits_.max_segment_size) return true;
-  return false;
+  return bio->size > max_bytes || bio->nr_vecs > q->limits_.max_segments || max_vec > q->limits_.max_segment_size;
 }
 
 // A discard or zeroing bio over more than the device takes in one request
@@ -208,14 +212,13 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   return sp;
 }
 
-bool cached_rq_usable(QueueImpl* q, const Request* rq, const Bio* bio) {
+bool cached_rq_usable(QueueImpl* q, const SwCtx* ctx, const Request* rq, const Bio* bio) {
   if (rq->q != q || bio->op == ReqOp::flush) return false;
-  SwCtx* ctx = q->ctx(base::this_cpu());
   return ctx->hctxs[static_cast<unsigned>(hctx_type_for(bio->op, bio->flags))] == rq->mq_hctx &&
          bool(rq->rq_flags & kRqfSchedTags) == (q->elevator_ != nullptr);
 }
 
-bool try_bio_merge(QueueImpl* q, Bio* bio, unsigned nr_segs) {
+bool try_bio_merge(QueueImpl* q, SwCtx* ctx, Bio* bio, unsigned nr_segs) {
   const unsigned nomerges = q->tun_.nomerges.load(std::memory_order_relaxed);
   if (nomerges >= 2 || !bio_mergeable(bio)) return false;
   if (attempt_plug_merge(q, bio, nr_segs)) return true;
@@ -224,21 +227,25 @@ bool try_bio_merge(QueueImpl* q, Bio* bio, unsigned nr_segs) {
     return e.bio_merge && e.bio_merge(q, bio, nr_segs);
   }
   if (nomerges == 1) return false;  // only the one-hit (plug) merge
-  SwCtx* ctx = q->ctx(base::this_cpu());
   return ctx_bio_merge(q, ctx, hctx_type_for(bio->op, bio->flags), bio, nr_segs);
 }
 
-// blk_mq_submit_bio for a bio within the limits.
-void submit_one(QueueImpl* q, Bio* bio) {
+// blk_mq_submit_bio for a bio within the limits. The CPU is read once: the
+// kernel's smp_processor_id() is free, here it is a load from the rseq area
+// (a system call where rseq is missing, as under valgrind). Inlined into
+// both callers: the common one is a bio within the limits.
+[[gnu::always_inline]] inline void submit_one(QueueImpl* q, Bio* bio) {
   PlugState* plug = current_plug_state();
+  SwCtx* ctx = q->ctx(base::this_cpu());
   Request* rq = nullptr;
-  const bool use_cached = plug && !plug->cached_rqs.empty() && cached_rq_usable(q, plug->cached_rqs.head, bio);
+  const bool use_cached =
+      plug && !plug->cached_rqs.empty() && cached_rq_usable(q, ctx, plug->cached_rqs.head, bio);
   if (!use_cached && !q->enter(bio->flags & kBioNowait)) {
     fail_bio(bio, q->dying_.load() ? BlkStatus::ioerr : BlkStatus::again);
     return;
   }
   const unsigned nr_segs = bio_segments(bio);
-  if (try_bio_merge(q, bio, nr_segs)) {
+  if (try_bio_merge(q, ctx, bio, nr_segs)) {
     if (!use_cached) q->exit_ref();
     return;
   }
@@ -247,6 +254,7 @@ void submit_one(QueueImpl* q, Bio* bio) {
   } else {
     AllocData d{q, bio->flags, bio->op};
     d.nowait = bio->flags & kBioNowait;
+    d.ctx = ctx;
     if (plug) {
       d.nr_tags = plug->nr_ios;
       d.cached = &plug->cached_rqs;
@@ -285,11 +293,7 @@ void submit_one(QueueImpl* q, Bio* bio) {
   }
 }
 
-void submit_checked(QueueImpl* q, Bio* bio) {
-  if (!needs_split(q, bio)) {
-    submit_one(q, bio);
-    return;
-  }
+[[gnu::noinline]] void submit_split(QueueImpl* q, Bio* bio) {
   std::unique_ptr<SplitParent> sp = split_bio(q, bio);
   if (!sp) {
     fail_bio(bio, BlkStatus::inval);
@@ -303,6 +307,11 @@ void submit_checked(QueueImpl* q, Bio* bio) {
     if (i + 1 < n) trace_split(q, &raw->children[i], raw->children[i + 1].sector);
     submit_one(q, &raw->children[i]);
   }
+}
+
+void submit_checked(QueueImpl* q, Bio* bio, size_t max_vec) {
+  if (needs_split(q, bio, max_vec)) submit_split(q, bio);
+  else submit_one(q, bio);
 }
 
 }  // namespace
@@ -327,19 +336,17 @@ void Queue::submit_bio(Bio* bio) {
   bio->bi_next = nullptr;
   bio->done_bytes = 0;
   bio->status = BlkStatus::ok;
-  if (BlkStatus st = check_bio(q, bio); st != BlkStatus::ok) {
+  size_t max_vec = 0;
+  if (BlkStatus st = check_bio(q, bio, &max_vec); st != BlkStatus::ok) {
     fail_bio(bio, st);
     return;
   }
   trace_bio(q, bio, blktrace::kQueue);
   // __submit_bio once wrapped every bio in a plug; queue/submit_plug=implicit
   // brings that back (seed 000's "before").
-  if (!current_plug_state() && q->tun_.submit_plug_implicit.load(std::memory_order_relaxed)) {
-    Plug plug;
-    submit_checked(q, bio);
-    return;
-  }
-  submit_checked(q, bio);
+  std::optional<Plug> implicit;
+  if (!current_plug_state() && q->tun_.submit_plug_implicit.load(std::memory_order_relaxed)) implicit.emplace();
+  submit_checked(q, bio, max_vec);
 }
 
 namespace {

@@ -87,9 +87,11 @@ int try_get_tag(AllocData& d, Tags* tags) {
 
 Tags* alloc_tags_of(AllocData& d) { return d.q->elevator_ ? d.hctx->sched_tags : d.hctx->tags; }
 
+void pick_hctx(AllocData& d) { d.hctx = d.ctx->hctxs[static_cast<unsigned>(hctx_type_for(d.op, d.cmd_flags))]; }
+
 void pick_ctx(AllocData& d) {
   d.ctx = d.q->ctx(base::this_cpu());
-  d.hctx = d.ctx->hctxs[static_cast<unsigned>(hctx_type_for(d.op, d.cmd_flags))];
+  pick_hctx(d);
 }
 
 // The slow path of blk_mq_get_tag: run the queue to free tags, then sleep on
@@ -227,7 +229,8 @@ void count_inflight(const QueueImpl* q, uint64_t out[2]) {
 
 Request* alloc_request(AllocData& d) {
   QueueImpl* q = d.q;
-  pick_ctx(d);
+  if (d.ctx) pick_hctx(d);
+  else pick_ctx(d);
   if (q->elevator_) {
     d.rq_flags |= kRqfSchedTags;
     if (d.op != ReqOp::flush && !(d.rq_flags & kRqfPassthrough)) {
@@ -261,7 +264,7 @@ Request* alloc_request(AllocData& d) {
           extra++;
         }
       }
-      q->enter_many(extra);  // each cached request holds a usage reference
+      q->enter_many(extra, d.ctx->cpu);  // each cached request holds a usage reference
       return first;
     }
   }
@@ -313,8 +316,9 @@ void put_driver_tag(Request* rq) {
   rq->tag = kNoTag;
 }
 
-// The last reference is gone: return the tags and the usage reference.
-void free_request_ref(Request* rq) {
+// The last reference is gone: return the tags and the usage reference
+// (on the counter of `cpu`, the caller's).
+void free_request_ref(Request* rq, unsigned cpu) {
   QueueImpl* q = to_impl(rq->q);
   HwCtxImpl* hctx = to_impl(rq->mq_hctx);
   SwCtx* ctx = rq->mq_ctx;
@@ -325,8 +329,10 @@ void free_request_ref(Request* rq) {
   }
   if (sched_tag != kNoTag) put_tag(hctx->sched_tags, ctx, sched_tag);
   sched_restart(hctx);
-  q->exit_ref();
+  q->exit_ref_on(cpu, 1);
 }
+
+void free_request_ref(Request* rq) { free_request_ref(rq, base::this_cpu()); }
 
 void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr) {
   if (!nr) return;
@@ -336,7 +342,9 @@ void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr) {
   hctx->q->exit_ref(nr);
 }
 
-void free_request(Request* rq) {
+void free_request(Request* rq) { free_request(rq, base::this_cpu()); }
+
+void free_request(Request* rq, unsigned cpu) {
   QueueImpl* q = to_impl(rq->q);
   if (rq->rq_flags & kRqfUseSched) {
     if (q->elevator_ && q->elevator_->type->ops.finish_request)
@@ -344,7 +352,7 @@ void free_request(Request* rq) {
     rq->rq_flags &= ~kRqfUseSched;
   }
   rq->state.store(RqState::idle, std::memory_order_relaxed);
-  if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq);
+  if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq, cpu);
 }
 
 }  // namespace blkmq

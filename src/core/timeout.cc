@@ -52,18 +52,33 @@ void collect(QueueImpl* q, Tags* tags, std::vector<Request*>* out) {
 
 }  // namespace
 
-void set_deadline(Request* rq) {
-  QueueImpl* q = to_impl(rq->q);
-  const uint64_t timeout_ms = rq->timeout_ms ? rq->timeout_ms : q->tun_.io_timeout_ms.load(std::memory_order_relaxed);
-  rq->deadline_ns = blk_time_get_ns(q) + timeout_ms * 1000000ull;
+namespace {
+
+uint64_t rq_timeout_ns(const Request* rq) {
+  const QueueImpl* q = to_impl(rq->q);
+  const uint64_t ms = rq->timeout_ms ? rq->timeout_ms : q->tun_.io_timeout_ms.load(std::memory_order_relaxed);
+  return ms * 1000000ull;
 }
 
-uint64_t timer_expiry(const Request* rq) {
-  const QueueImpl* q = to_impl(rq->q);
-  const uint64_t now = rq->deadline_ns - std::min<uint64_t>(rq->deadline_ns, 1000000ull * (rq->timeout_ms ? rq->timeout_ms : q->tun_.io_timeout_ms.load(std::memory_order_relaxed)));
-  uint64_t expiry = std::min(round_up_sec(rq->deadline_ns), now + kMaxTimeoutNs);
-  if (rq->deadline_ns - std::min(rq->deadline_ns, now) < kSecNs) expiry = rq->deadline_ns;  // short timeouts fire on time
-  return expiry;
+// When the timer must fire for a deadline `timeout` ahead: at the deadline
+// rounded up to a whole second (round_jiffies_up), but no later than
+// BLK_MAX_TIMEOUT from now; a timeout under a second fires on time.
+uint64_t expiry_for(uint64_t deadline, uint64_t timeout) {
+  if (timeout < kSecNs) return deadline;
+  const uint64_t now = deadline - std::min(deadline, timeout);
+  return std::min(round_up_sec(deadline), now + kMaxTimeoutNs);
+}
+
+}  // namespace
+
+void set_deadline(Request* rq) { rq->deadline_ns = blk_time_get_ns(to_impl(rq->q)) + rq_timeout_ns(rq); }
+
+uint64_t timer_expiry(const Request* rq) { return expiry_for(rq->deadline_ns, rq_timeout_ns(rq)); }
+
+uint64_t start_timer(Request* rq) {
+  const uint64_t timeout = rq_timeout_ns(rq);
+  rq->deadline_ns = blk_time_get_ns(to_impl(rq->q)) + timeout;
+  return expiry_for(rq->deadline_ns, timeout);
 }
 
 void arm_timer_for(Request* rq) { arm_queue_timer(to_impl(rq->q), timer_expiry(rq)); }
