@@ -151,6 +151,17 @@ int Sbitmap::get(unsigned hint) {
   unsigned index = hint >> shift_;
   // Outside round-robin mode the hint only picks the word; searching each
   // word from its start keeps allocations dense.
+  if (!round_robin_) {
+    // The common case first: a free bit in the hinted word, as find_bit's
+    // first step would take it, without its set-up.
+    const unsigned first = index << shift_;
+    Word& w = map_[index];
+    const uint64_t free = ~w.word.load(std::memory_order_relaxed) & low_mask(std::min(depth - first, 1u << shift_));
+    if (free) {
+      const unsigned nr = static_cast<unsigned>(__builtin_ctzll(free));
+      if (!(w.word.fetch_or(1ull << nr, std::memory_order_acquire) & (1ull << nr))) return static_cast<int>(first + nr);
+    }
+  }
   unsigned in_word = round_robin_ ? hint & ((1u << shift_) - 1) : 0;
   return find_bit(depth, depth, index, in_word, !round_robin_);
 }

@@ -13,12 +13,9 @@ namespace {
 // written at most once per tick, and only then are requests counted.
 constexpr unsigned kTickShift = 22;
 
-}  // namespace
-
-void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool end) {
-  const uint64_t now = now_ns >> kTickShift;
-  uint64_t stamp = q->stamp_ns_.load(std::memory_order_relaxed);
-  if (now <= stamp || !q->stamp_ns_.compare_exchange_strong(stamp, now)) return;
+// A new tick: the one thread that moves the stamp counts the time since.
+[[gnu::noinline]] void update_io_ticks_slow(QueueImpl* q, uint64_t now, uint64_t stamp, bool end) {
+  if (!q->stamp_ns_.compare_exchange_strong(stamp, now)) return;
   bool busy = end;
   if (!busy) {
     uint64_t in[2];
@@ -26,6 +23,15 @@ void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool end) {
     busy = in[0] + in[1] > 0;
   }
   if (busy) q->io_ticks_ns_.fetch_add((now - stamp) << kTickShift, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// Inline in the core: twice per I/O, and almost always within the tick.
+void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool end) {
+  const uint64_t now = now_ns >> kTickShift;
+  const uint64_t stamp = q->stamp_ns_.load(std::memory_order_relaxed);
+  if (now > stamp) update_io_ticks_slow(q, now, stamp, end);
 }
 
 namespace {
@@ -70,7 +76,8 @@ bool complete_remote(Request* rq) {
 
 // blk_update_request for all that is left of rq: every bio still on it
 // ends with st, and its bytes count as done, in one pass.
-void end_all_bios(Request* rq, BlkStatus st, unsigned cpu) {
+// Forced inline (as release_request): on every request's completion.
+[[gnu::always_inline]] inline void end_all_bios(Request* rq, BlkStatus st, unsigned cpu) {
   if (!rq->bio) return;
   if ((rq->rq_flags & kRqfIoStat) && rq->data_len)
     to_impl(rq->q)->stats_[cpu].sectors[stat_group(rq->op)].fetch_add(rq->data_len >> kSectorShift,
@@ -88,7 +95,7 @@ void end_all_bios(Request* rq, BlkStatus st, unsigned cpu) {
 
 // __blk_mq_end_request: accounting, the scheduler's completion hooks, the
 // request's own end_io, then its tags.
-void release_request(Request* rq, BlkStatus st, unsigned cpu) {
+[[gnu::always_inline]] inline void release_request(Request* rq, BlkStatus st, unsigned cpu) {
   uint64_t now = 0;
   QueueImpl* q = to_impl(rq->q);
   if (rq->rq_flags & kRqfIoStat) {

@@ -49,9 +49,12 @@ bool fits(QueueImpl* q, Request* rq, const Bio* bio, unsigned nr_segs) {
   return true;
 }
 
-MergeResult attempt_bio_merge(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
-  // Position first: it is the cheap test and random I/O fails it.
-  if (rq->end_sector() != bio->sector && rq->sector != bio->end_sector()) return MergeResult::none;
+bool adjacent(const Request* rq, const Bio* bio) {
+  return rq->end_sector() == bio->sector || rq->sector == bio->end_sector();
+}
+
+// attempt_bio_merge once the positions touch.
+[[gnu::noinline]] MergeResult merge_adjacent(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
   if (!merge_allowed(q, rq, bio)) return MergeResult::none;
   if (rq->end_sector() == bio->sector) {
     if (!fits(q, rq, bio, nr_segs)) return MergeResult::failed;
@@ -72,6 +75,11 @@ MergeResult attempt_bio_merge(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_s
   rq->nr_phys_segments = static_cast<uint16_t>(rq->nr_phys_segments + nr_segs);
   account_merge(q, rq);
   return MergeResult::ok;
+}
+
+// Position first, inline: it is the cheap test and random I/O fails it.
+MergeResult attempt_bio_merge(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
+  return adjacent(rq, bio) ? merge_adjacent(q, rq, bio, nr_segs) : MergeResult::none;
 }
 
 // Newest requests first, at most kCtxMergeScan of them: a merge is most
@@ -117,16 +125,24 @@ bool attempt_plug_merge(QueueImpl* q, Bio* bio, unsigned nr_segs) {
   return false;
 }
 
-bool ctx_bio_merge(QueueImpl* q, SwCtx* ctx, HctxType type, Bio* bio, unsigned nr_segs) {
-  // The ctx's bit in its hctx's ctx_map is set (under ctx->lock) whenever
-  // the list is non-empty: an empty list is skipped without the lock.
-  HwCtxImpl* h = ctx->hctxs[static_cast<unsigned>(type)];
-  const unsigned ht = static_cast<unsigned>(h->type);
-  if (!h->ctx_map.test(ctx->index_hw[ht])) return false;
+namespace {
+
+[[gnu::noinline]] bool ctx_list_merge(QueueImpl* q, SwCtx* ctx, unsigned ht, Bio* bio, unsigned nr_segs) {
   ctx->lock.lock();
   const bool merged = list_merge(q, &ctx->rq_lists[ht], bio, nr_segs);
   ctx->lock.unlock();
   return merged;
+}
+
+}  // namespace
+
+bool ctx_bio_merge(QueueImpl* q, SwCtx* ctx, HctxType type, Bio* bio, unsigned nr_segs) {
+  // The ctx's bit in its hctx's ctx_map is set (under ctx->lock) whenever
+  // the list is non-empty: an empty list is skipped without the lock, in
+  // the inlined part.
+  HwCtxImpl* h = ctx->hctxs[static_cast<unsigned>(type)];
+  const unsigned ht = static_cast<unsigned>(h->type);
+  return h->ctx_map.test(ctx->index_hw[ht]) && ctx_list_merge(q, ctx, ht, bio, nr_segs);
 }
 
 bool bio_list_merge(Queue* q, ListNode* list, Bio* bio, unsigned nr_segs) {
@@ -158,8 +174,9 @@ Request* rq_of_hash(ListNode* n) { return list_entry<Request, &Request::hash_nod
 
 // attempt_merge: rq absorbs next (rq ends where next starts).
 bool merge_requests(QueueImpl* q, Request* rq, Request* next) {
-  if (!rq_mergeable(rq) || !rq_mergeable(next) || rq->op != next->op || rq->ioprio != next->ioprio ||
-      rq->end_sector() != next->sector || rq->ioc != next->ioc)
+  // Position first: the cheap test, and the one random I/O fails.
+  if (rq->end_sector() != next->sector || !rq_mergeable(rq) || !rq_mergeable(next) || rq->op != next->op ||
+      rq->ioprio != next->ioprio || rq->ioc != next->ioc)
     return false;
   const uint64_t max_bytes = max_request_bytes(q, rq->op);
   if (uint64_t(rq->data_len) + next->data_len > max_bytes ||

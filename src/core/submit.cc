@@ -212,13 +212,14 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   return sp;
 }
 
-bool cached_rq_usable(QueueImpl* q, const SwCtx* ctx, const Request* rq, const Bio* bio) {
+// Forced inline (as try_bio_merge): one caller, on every bio's path.
+[[gnu::always_inline]] inline bool cached_rq_usable(QueueImpl* q, const SwCtx* ctx, const Request* rq, const Bio* bio) {
   if (rq->q != q || bio->op == ReqOp::flush) return false;
   return ctx->hctxs[static_cast<unsigned>(hctx_type_for(bio->op, bio->flags))] == rq->mq_hctx &&
          bool(rq->rq_flags & kRqfSchedTags) == (q->elevator_ != nullptr);
 }
 
-bool try_bio_merge(QueueImpl* q, SwCtx* ctx, Bio* bio, unsigned nr_segs) {
+[[gnu::always_inline]] inline bool try_bio_merge(QueueImpl* q, SwCtx* ctx, Bio* bio, unsigned nr_segs) {
   const unsigned nomerges = q->tun_.nomerges.load(std::memory_order_relaxed);
   if (nomerges >= 2 || !bio_mergeable(bio)) return false;
   if (attempt_plug_merge(q, bio, nr_segs)) return true;

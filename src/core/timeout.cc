@@ -23,15 +23,23 @@ uint64_t round_up_sec(uint64_t ns) { return (ns + kSecNs - 1) / kSecNs * kSecNs;
 // clears it before the timeout work scans, so a request whose deadline was
 // published before that load is either covered by the armed timer or seen
 // by the scan.
+namespace {
+
+[[gnu::noinline]] void arm_queue_timer_locked(QueueImpl* q, uint64_t expiry) {
+  std::lock_guard<std::mutex> g(q->timeout_lock_);
+  q->timeout_timer_.arm_if_earlier(expiry);
+  q->timeout_expiry_.store(q->timeout_timer_.expires(), std::memory_order_seq_cst);
+}
+
+}  // namespace
+
 void arm_queue_timer(QueueImpl* q, uint64_t expiry) {
   // A fake clock's times mean nothing to the real timer: a test steps its
   // clock and runs the scan itself (Queue::run_timeout_work).
   if (!q->clock_is_real()) return;
   const uint64_t cur = q->timeout_expiry_.load(std::memory_order_seq_cst);
   if (cur && cur <= expiry + kSecNs / 2) return;
-  std::lock_guard<std::mutex> g(q->timeout_lock_);
-  q->timeout_timer_.arm_if_earlier(expiry);
-  q->timeout_expiry_.store(q->timeout_timer_.expires(), std::memory_order_seq_cst);
+  arm_queue_timer_locked(q, expiry);
 }
 
 namespace {
