@@ -172,11 +172,10 @@ ListNode& bucket(ElevatorQueue* eq, uint64_t end) {
 
 Request* rq_of_hash(ListNode* n) { return list_entry<Request, &Request::hash_node>(n); }
 
-// attempt_merge: rq absorbs next (rq ends where next starts).
-bool merge_requests(QueueImpl* q, Request* rq, Request* next) {
-  // Position first: the cheap test, and the one random I/O fails.
-  if (rq->end_sector() != next->sector || !rq_mergeable(rq) || !rq_mergeable(next) || rq->op != next->op ||
-      rq->ioprio != next->ioprio || rq->ioc != next->ioc)
+// attempt_merge once the two touch: rq absorbs next.
+[[gnu::noinline]] bool merge_touching(QueueImpl* q, Request* rq, Request* next) {
+  if (!rq_mergeable(rq) || !rq_mergeable(next) || rq->op != next->op || rq->ioprio != next->ioprio ||
+      rq->ioc != next->ioc)
     return false;
   const uint64_t max_bytes = max_request_bytes(q, rq->op);
   if (uint64_t(rq->data_len) + next->data_len > max_bytes ||
@@ -207,6 +206,12 @@ bool merge_requests(QueueImpl* q, Request* rq, Request* next) {
   }
   eq->last_merge = rq;
   return true;
+}
+
+// attempt_merge: rq absorbs next if rq ends where next starts. The position
+// test is inline: it is cheap, and random I/O fails it.
+bool merge_requests(QueueImpl* q, Request* rq, Request* next) {
+  return rq->end_sector() == next->sector && merge_touching(q, rq, next);
 }
 
 }  // namespace
@@ -254,10 +259,9 @@ bool sched_try_merge(Queue* qp, Bio* bio, unsigned nr_segs, Request** absorbed) 
   ElvMerge type = ElvMerge::none;
   // The one-hit cache first, then (unless nomerges=1) the hash and the
   // scheduler's front-merge lookup.
-  if (Request* lm = eq->last_merge; lm && merge_allowed(q, lm, bio)) {
-    if (lm->end_sector() == bio->sector) type = ElvMerge::back;
-    else if (lm->sector == bio->end_sector()) type = ElvMerge::front;
-    if (type != ElvMerge::none) rq = lm;
+  if (Request* lm = eq->last_merge; lm && adjacent(lm, bio) && merge_allowed(q, lm, bio)) {
+    type = lm->end_sector() == bio->sector ? ElvMerge::back : ElvMerge::front;
+    rq = lm;
   }
   if (!rq && nomerges == 0) {
     Request* h = elv_rqhash_find(eq, bio->sector);
