@@ -257,6 +257,15 @@ Result<std::string> show_mq(const QueueImpl* q, std::string_view rest) {
   if (name == "run") return u(h->runs.get());
   if (name == "busy") return u(h->busy.get());
   if (name == "dispatch_busy") return u(h->dispatch_busy.load());
+  // blkmq's own lock statistics (the kernel's come from lock_stat):
+  // dispatch_lock_stat for the hctx lock (the dispatch list), ctx_lock_stat
+  // for the software queues mapped to it, summed.
+  if (name == "dispatch_lock_stat") return h->lock.stat().format();
+  if (name == "ctx_lock_stat") {
+    base::LockStat sum;
+    for (const SwCtx* c : h->ctxs) sum.add(c->lock.stat());
+    return sum.format();
+  }
   if (name == "dispatched") {
     static const char* kLabel[8] = {"0", "1", "2", "4", "8", "16", "32", "64"};
     std::string out;
@@ -338,7 +347,8 @@ std::vector<std::string> queue_attr_names(const QueueImpl* q) {
     for (const ElvAttr& a : q->elevator_->type->attrs) v.push_back(std::string(kIosched) + a.name);
   for (unsigned i = 0; i < q->nr_hw_queues_; i++)
     for (const char* n : {"nr_tags", "nr_reserved_tags", "tags_busy", "sched_tags_busy", "cpu_list", "type",
-                          "queued", "run", "busy", "dispatch_busy", "dispatched", "state"})
+                          "queued", "run", "busy", "dispatch_busy", "dispatched", "state",
+                          "dispatch_lock_stat", "ctx_lock_stat"})
       v.push_back("mq/" + std::to_string(i) + "/" + n);
   return v;
 }

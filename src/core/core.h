@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/lockstat.h"
 #include "base/percpu.h"
 #include "base/sbitmap.h"
 #include "base/spinlock.h"
@@ -53,7 +54,7 @@ struct Tags {
 
 // Software queue: one per CPU per request queue.
 struct alignas(64) SwCtx {
-  base::SpinLock lock;
+  base::StatSpinLock lock;  // mq/<n>/ctx_lock_stat, summed over the hctx's ctxs
   ListNode rq_lists[kNrHctxTypes];
   unsigned cpu = 0;
   unsigned index_hw[kNrHctxTypes] = {};  // bit in hctx->ctx_map
@@ -115,7 +116,7 @@ struct LossyCounter {
 
 struct HwCtxImpl : HwCtx {
   QueueImpl* q = nullptr;
-  alignas(64) base::SpinLock lock;   // protects dispatch
+  alignas(64) base::StatSpinLock lock;   // protects dispatch; mq/<n>/dispatch_lock_stat
   ListNode dispatch;
   std::atomic<bool> has_dispatch{false};  // !dispatch.empty(), readable without the lock
   std::atomic<uint32_t> state{0};

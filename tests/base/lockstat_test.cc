@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "base/lockstat.h"
@@ -77,11 +78,39 @@ TEST(StatSpinLock, FormatParsesBackAndResetZeroes) {
   LockStat back;
   ASSERT_TRUE(LockStat::parse(l.stat().format(), &back));
   EXPECT_EQ(back.acquired, 1u);
-  EXPECT_EQ(l.stat().format(), "acquired=1 waited=0 wait_ns=0 try_busy=0");
+  EXPECT_EQ(l.stat().format(), "acquired=1 waited=0 wait_ns=0 try_busy=0 hold_samples=0 hold_ns=0");
   EXPECT_FALSE(LockStat::parse("acquired=1 waited=0", &back));
-  EXPECT_FALSE(LockStat::parse("acquired=1 waited=0 wait_ns=0 try_busy=0 junk", &back));
+  EXPECT_FALSE(LockStat::parse("acquired=1 waited=0 wait_ns=0 try_busy=0 hold_samples=0 hold_ns=0 junk", &back));
+  EXPECT_FALSE(LockStat::parse("acquired=1 waited=0 wait_ns=0 try_busy=0", &back));  // the old format
   l.reset();
   EXPECT_EQ(l.stat().acquired, 0u);
+}
+
+// One acquisition in kHoldSampleEvery is timed from lock to unlock: a
+// sampled hold that sleeps shows in hold_ns, and only sampled ones count.
+TEST(StatSpinLock, SampledHoldTimeCoversTheTimeHeld) {
+  StatSpinLock l;
+  for (uint64_t i = 1; i < kHoldSampleEvery; i++) {
+    l.lock();
+    l.unlock();
+  }
+  EXPECT_EQ(l.stat().hold_samples, 0u);
+  l.lock();  // acquisition kHoldSampleEvery: sampled
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  l.unlock();
+  LockStat s = l.stat();
+  EXPECT_EQ(s.hold_samples, 1u);
+  EXPECT_GE(s.hold_ns, 4'000'000u);
+  EXPECT_GE(s.mean_hold_ns(), 4e6);
+  for (uint64_t i = 0; i < kHoldSampleEvery; i++) {
+    ASSERT_TRUE(l.try_lock());  // try_lock acquisitions are sampled too
+    l.unlock();
+  }
+  EXPECT_EQ(l.stat().hold_samples, 2u);
+  LockStat sum = s;
+  sum.add(l.stat());
+  EXPECT_EQ(sum.acquired, s.acquired + l.stat().acquired);
+  EXPECT_EQ(sum.hold_samples, 3u);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/lockstat.h"
 #include "blkmq/ioctx.h"
 #include "core/core.h"
 #include "support/stub_driver.h"
@@ -107,6 +108,23 @@ TEST(Core, AttributesReadWriteAndRefuseBadValues) {
   EXPECT_FALSE(q.set_attr("queue/nr_requests", "65"));
   EXPECT_EQ(*q.attr("mq/0/nr_tags"), "64");
   EXPECT_FALSE(q.attr("mq/9/nr_tags"));
+}
+
+// mq/<n>/dispatch_lock_stat counts the hctx lock: a request the driver
+// refuses (resource) goes to the dispatch list under it, and is taken off
+// it under it again. ctx_lock_stat parses too.
+TEST(Core, HctxLockStatisticsCountTheDispatchList) {
+  StubDriver d(opts());
+  base::LockStat before, after, ctx;
+  ASSERT_TRUE(base::LockStat::parse(*d.q().attr("mq/0/dispatch_lock_stat"), &before));
+  ASSERT_TRUE(base::LockStat::parse(*d.q().attr("mq/0/ctx_lock_stat"), &ctx));
+  d.busy_next = 1;
+  std::vector<uint8_t> b(4096);
+  ASSERT_EQ(d.q().write_sync(b.data(), 0, 4096), BlkStatus::ok);
+  ASSERT_TRUE(wait_requests_freed(d.q()));
+  ASSERT_TRUE(base::LockStat::parse(*d.q().attr("mq/0/dispatch_lock_stat"), &after));
+  EXPECT_GE(after.acquired, before.acquired + 2);
+  EXPECT_LE(after.hold_samples, after.acquired / base::kHoldSampleEvery);
 }
 
 TEST(Core, StatHasTheKernelsSeventeenFields) {

@@ -96,7 +96,7 @@ TEST(DeadlineAttrs, ListedOnlyWhileMqDeadlineRuns) {
 TEST(DeadlineAttrs, LockStatCountsAndResets) {
   for (const char* name : {"lock_stat", "insert_lock_stat"}) {
     StubDriver d(deadline_opts());
-    EXPECT_EQ(get(d.q(), name), "acquired=0 waited=0 wait_ns=0 try_busy=0") << name;
+    EXPECT_EQ(get(d.q(), name), "acquired=0 waited=0 wait_ns=0 try_busy=0 hold_samples=0 hold_ns=0") << name;
   }
   StubDriver d(deadline_opts());
   char buf[4096];
@@ -108,7 +108,7 @@ TEST(DeadlineAttrs, LockStatCountsAndResets) {
   EXPECT_FALSE(bad.is_ok());
   EXPECT_NE(bad.message().find("only 0"), std::string::npos);
   ASSERT_TRUE(d.q().set_attr("queue/iosched/lock_stat", "0"));
-  EXPECT_EQ(get(d.q(), "lock_stat"), "acquired=0 waited=0 wait_ns=0 try_busy=0");
+  EXPECT_EQ(get(d.q(), "lock_stat"), "acquired=0 waited=0 wait_ns=0 try_busy=0 hold_samples=0 hold_ns=0");
 }
 
 // Writers and readers keep going while the scheduler flips between none and

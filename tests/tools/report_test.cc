@@ -118,6 +118,19 @@ TEST(Report, GroupReportingMerges) {
   EXPECT_NE(format_normal(r).find("(groupid=0, jobs=2): err= 0"), std::string::npos);
 }
 
+// --show_attr's values print under their device, a value of several lines
+// indented; without any, no block.
+TEST(Report, ShownAttributesPrintUnderTheirDevice) {
+  RunReport r = sample_report();
+  EXPECT_EQ(format_normal(r).find("Attributes at the end"), std::string::npos);
+  r.attrs.push_back({{"mq/0/dispatch_lock_stat", "acquired=3 waited=0"}, {"mq/0/dispatched", "0\t1\n1\t2"}});
+  const std::string t = format_normal(r);
+  EXPECT_NE(t.find("\nAttributes at the end of the run:\n  nullb0: mq/0/dispatch_lock_stat: acquired=3 waited=0\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("  nullb0: mq/0/dispatched: 0\t1\n    1\t2\n"), std::string::npos) << t;
+}
+
 TEST(Report, GtodReduceHasNoLatency) {
   RunReport r = sample_report();
   for (JobResult& j : r.jobs) {

@@ -286,6 +286,14 @@ std::vector<OptionDef> make_defs() {
          return set_nonempty("control", v, "expected a socket path", &c.control_path);
        },
        OptionScope::run},
+      {"show_attr", nullptr, false,
+       "print queue attribute PATH of each device when the run ends (e.g. queue/iosched/lock_stat), repeatable",
+       [](BenchConfig& c, JobSpec&, std::string_view v) {
+         if (v.empty()) return bad_value("show_attr", v, "expected an attribute path, e.g. mq/0/dispatch_lock_stat");
+         c.sample_attrs.emplace_back(v);
+         return Status::ok();
+       },
+       OptionScope::run},
       {"sysfs", nullptr, false, "keep DIR/block/<dev>/{stat,queue/*,...} live during the run (iostat -x -f DIR 1)",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
          return set_nonempty("sysfs", v, "expected a directory", &c.sysfs_dir);

@@ -130,8 +130,8 @@ struct BenchConfig {
   // while it runs, for iostat -x -f DIR. Empty: none.
   std::string sysfs_dir;
   // Queue attributes read from every device when the run ends, before the
-  // devices go away (RunReport::attrs). Set by callers such as `blkmq
-  // reproduce`, not by an option.
+  // devices go away (RunReport::attrs): --show_attr, and callers such as
+  // `blkmq reproduce`. The normal report prints them.
   std::vector<std::string> sample_attrs;
   // fio options accepted but meaningless here (kIgnoredFioOptions), each
   // once, in the order first given; bench_main reports them on stderr.

@@ -176,6 +176,22 @@ std::string cycles_block(const RunReport& r) {
   return out;
 }
 
+// --show_attr: each device's attributes as read at the end, a value of
+// several lines indented under its path.
+std::string attrs_block(const RunReport& r) {
+  std::string out;
+  for (size_t i = 0; i < r.attrs.size(); i++) {
+    for (const auto& [path, value] : r.attrs[i]) {
+      if (out.empty()) out = "\nAttributes at the end of the run:\n";
+      std::string v = value;
+      for (size_t p = v.find('\n'); p != std::string::npos; p = v.find('\n', p + 1)) v.insert(p + 1, "    ");
+      const std::string dev = i < r.disks.size() ? r.disks[i].name + ": " : "";
+      out += "  " + dev + path + ": " + v + "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string num2str(double v, unsigned base) {
@@ -250,6 +266,7 @@ std::string format_normal(const RunReport& r) {
   for (unsigned g : gids) out += group_status(r, g);
   out += threads_block(r);
   out += cycles_block(r);
+  out += attrs_block(r);
   out += disk_block(r);
   return out;
 }

@@ -45,9 +45,7 @@ void add_lock_stats(const bench::RunReport& rep, double ios, Sample* s) {
     blkmq::base::LockStat ls;
     if (it == attrs.end() || !blkmq::base::LockStat::parse(it->second, &ls)) continue;
     any = true;
-    sum.acquired += ls.acquired;
-    sum.waited += ls.waited;
-    sum.wait_ns += ls.wait_ns;
+    sum.add(ls);
   }
   if (!any) return;
   (*s)[key::kLockPct] = sum.contended_pct();
