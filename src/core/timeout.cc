@@ -15,16 +15,7 @@ constexpr uint64_t kSecNs = 1000000000ull;
 
 uint64_t round_up_sec(uint64_t ns) { return (ns + kSecNs - 1) / kSecNs * kSecNs; }
 
-}  // namespace
-
-// Arms the queue's timer for `expiry` unless it is armed no more than half a
-// second later (blk_add_timer's rule for moving the timer earlier). The fast
-// path is one load of the cached expiry (0: not armed); the timer callback
-// clears it before the timeout work scans, so a request whose deadline was
-// published before that load is either covered by the armed timer or seen
-// by the scan.
-namespace {
-
+// The slow path of arm_queue_timer, out of line so the check inlines.
 [[gnu::noinline]] void arm_queue_timer_locked(QueueImpl* q, uint64_t expiry) {
   std::lock_guard<std::mutex> g(q->timeout_lock_);
   q->timeout_timer_.arm_if_earlier(expiry);
@@ -33,6 +24,12 @@ namespace {
 
 }  // namespace
 
+// Arms the queue's timer for `expiry` unless it is armed no more than half a
+// second later (blk_add_timer's rule for moving the timer earlier). The fast
+// path is one load of the cached expiry (0: not armed); the timer callback
+// clears it before the timeout work scans, so a request whose deadline was
+// published before that load is either covered by the armed timer or seen
+// by the scan.
 void arm_queue_timer(QueueImpl* q, uint64_t expiry) {
   // A fake clock's times mean nothing to the real timer: a test steps its
   // clock and runs the scan itself (Queue::run_timeout_work).
