@@ -168,6 +168,17 @@ class Queue {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
   }
+  // The same clock at the resolution of the kernel's jiffies:
+  // CLOCK_MONOTONIC_COARSE (a vDSO read without the TSC; it moves once a
+  // timer tick, a few ms), or the fake clock when one is set. For the
+  // decisions the kernel takes in jiffies (mq-deadline's FIFO expiry and
+  // aging). Any context.
+  uint64_t coarse_now_ns() const {
+    if (QueueClockFn f = clock_.load(std::memory_order_relaxed)) return f();
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  }
   // Whether now_ns() is the real clock. Real timers (the timeout timer,
   // bfq's idle timer) fire on real time; with a fake clock a test steps
   // time and then runs their handlers itself (run_timeout_work).

@@ -87,7 +87,9 @@ inline Prio prio_of(uint16_t ioprio) {
 inline Dir dir_of(ReqOp op) { return op_is_write(op) ? kWrite : kRead; }
 
 // mq-deadline's time (FIFO deadlines, aging): its queue's clock.
-inline int64_t now_ns(const DeadlineData* dd) { return static_cast<int64_t>(dd->q->now_ns()); }
+// In jiffies, as the kernel's mq-deadline keeps its FIFO and aging times:
+// the coarse clock, two of which per I/O cost less than one precise read.
+inline int64_t now_ns(const DeadlineData* dd) { return static_cast<int64_t>(dd->q->coarse_now_ns()); }
 
 // The attribute table (deadline_attrs.cc).
 std::vector<ElvAttr> deadline_attrs();
