@@ -67,8 +67,16 @@ TEST(BenchBlktrace, BlkparseAndBttCountEveryIoAndAgreeOnLatency) {
   // The bench's latency starts before submit_bio (Q) and ends after the
   // completion (C) reaches the job: a little above Q2C, never below.
   const double lat_s = r.job["read"]["lat_ns"]["mean"].get<double>() * 1e-9;
+  // Under a sanitizer the job's wake-up after C takes tens of us more
+  // (CI's TSan run once saw Q2C 188 us against 232 us), so the margin is
+  // wider there (regression: TsanWakeupOutgrewTheLatencyMargin).
+#ifdef BLKMQ_SANITIZED
+  constexpr double kMargin = 0.35;
+#else
+  constexpr double kMargin = 0.15;
+#endif
   EXPECT_GT(q2c, 100e-6);
-  EXPECT_NEAR(q2c, lat_s, 0.15 * lat_s) << "btt Q2C " << q2c << " s, bench lat " << lat_s << " s";
+  EXPECT_NEAR(q2c, lat_s, kMargin * lat_s) << "btt Q2C " << q2c << " s, bench lat " << lat_s << " s";
   EXPECT_LE(d2c, q2c);
 
   // iowatcher draws it: its graphs' titles, and a mark per I/O on the
