@@ -164,9 +164,7 @@ class Queue {
   // CLOCK_MONOTONIC, one load and a vDSO read; any context.
   uint64_t now_ns() const {
     if (QueueClockFn f = clock_.load(std::memory_order_relaxed)) return f();
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+    return read_clock_ns(CLOCK_MONOTONIC);
   }
   // The same clock at the resolution of the kernel's jiffies:
   // CLOCK_MONOTONIC_COARSE (a vDSO read without the TSC; it moves once a
@@ -175,9 +173,7 @@ class Queue {
   // aging). Any context.
   uint64_t coarse_now_ns() const {
     if (QueueClockFn f = clock_.load(std::memory_order_relaxed)) return f();
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+    return read_clock_ns(CLOCK_MONOTONIC_COARSE);
   }
   // Whether now_ns() is the real clock. Real timers (the timeout timer,
   // bfq's idle timer) fire on real time; with a fake clock a test steps
@@ -231,6 +227,13 @@ class Queue {
  protected:
   Queue() = default;
   std::atomic<QueueClockFn> clock_{nullptr};
+
+ private:
+  static uint64_t read_clock_ns(clockid_t id) {
+    timespec ts;
+    clock_gettime(id, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  }
 };
 
 // Wakes up to `nr` futex sleepers on `word` and every thread sleeping for
