@@ -5,7 +5,8 @@
 # goes through the same hctx, tags and scheduler. For each N and scheduler
 # it prints the IOPS, and per shared lock the acquisitions per I/O, the
 # share of acquisitions that waited, the mean wait of those and the mean
-# sampled hold time (blkmq's StatSpinLock counters, read with --show_attr).
+# sampled hold time (blkmq's StatSpinLock and StatMutex counters, read
+# with --show_attr; tags_wait_lock_stat is the tags' wait queues).
 # Usage: bench/lock_scaling.sh [path/to/blkmq] [runtime_s] [jobs...]
 set -euo pipefail
 BLKMQ=${1:-build/release/tools/blkmq}
@@ -13,7 +14,7 @@ RT=${2:-2}
 shift $(( $# < 2 ? $# : 2 ))
 jobs=("$@")
 [ ${#jobs[@]} -gt 0 ] || jobs=(1 2 8 32)
-locks="queue/iosched/lock_stat queue/iosched/insert_lock_stat mq/0/dispatch_lock_stat mq/0/ctx_lock_stat"
+locks="queue/iosched/lock_stat queue/iosched/insert_lock_stat mq/0/dispatch_lock_stat mq/0/ctx_lock_stat mq/0/tags_wait_lock_stat"
 printf '%-12s %4s %9s  %-28s %8s %7s %9s %8s\n' scheduler jobs IOPS lock "acq/IO" "waited%" "wait_ns" "hold_ns"
 for sched in none mq-deadline; do
   for n in "${jobs[@]}"; do

@@ -7,22 +7,26 @@
 
 namespace blkmq::base {
 
-void StatSpinLock::lock_contended() {
+template <class L>
+void StatLock<L>::lock_contended() {
   const uint64_t t0 = now_ns();
   lock_.lock();
   bump(waited_);
   wait_ns_.store(wait_ns_.load(std::memory_order_relaxed) + (now_ns() - t0), std::memory_order_relaxed);
 }
 
-void StatSpinLock::hold_begin() { hold_t0_ = now_ns(); }
+template <class L>
+void StatLock<L>::hold_begin() { hold_t0_ = now_ns(); }
 
-void StatSpinLock::hold_end() {
+template <class L>
+void StatLock<L>::hold_end() {
   hold_ns_.store(hold_ns_.load(std::memory_order_relaxed) + (now_ns() - hold_t0_), std::memory_order_relaxed);
   bump(hold_samples_);
   hold_t0_ = 0;
 }
 
-LockStat StatSpinLock::stat() const {
+template <class L>
+LockStat StatLock<L>::stat() const {
   LockStat s;
   s.acquired = acquired_.load(std::memory_order_relaxed);
   s.waited = waited_.load(std::memory_order_relaxed);
@@ -33,7 +37,8 @@ LockStat StatSpinLock::stat() const {
   return s;
 }
 
-void StatSpinLock::reset() {
+template <class L>
+void StatLock<L>::reset() {
   lock_.lock();
   acquired_.store(0, std::memory_order_relaxed);
   waited_.store(0, std::memory_order_relaxed);
@@ -44,6 +49,9 @@ void StatSpinLock::reset() {
   hold_t0_ = 0;  // reset's own hold is not a sample
   lock_.unlock();
 }
+
+template class StatLock<SpinLock>;
+template class StatLock<std::mutex>;
 
 std::string LockStat::format() const {
   char buf[224];

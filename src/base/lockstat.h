@@ -1,6 +1,7 @@
-// A SpinLock that counts its own contention, for the scheduler locks that
-// seed 003 is about and the core's shared locks (the kernel's numbers come
-// from lock_stat / perf lock). The counters are kept by whoever holds the
+// A lock that counts its own contention, for the scheduler locks that seed
+// 003 is about and the core's shared locks (the kernel's numbers come from
+// lock_stat / perf lock). StatSpinLock wraps a SpinLock; StatMutex wraps the
+// std::mutex of the tags' wait queues. The counters are kept by whoever holds the
 // lock, so the uncontended path adds two plain stores to a line the lock
 // already owns; only a contended acquisition reads the clock (twice) to
 // time its wait. Hold times are sampled: one acquisition in
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "base/spinlock.h"
@@ -42,10 +44,12 @@ struct LockStat {
 // on average.
 inline constexpr uint64_t kHoldSampleEvery = 64;
 
-class StatSpinLock {
+// L: a lock with lock(), try_lock() and unlock() (SpinLock, std::mutex).
+template <class L>
+class StatLock {
  public:
-  // Any context that may spin. Costs SpinLock::lock() plus two relaxed
-  // stores when free; when held, also two clock reads.
+  // Any context that may wait (spin, or sleep for a mutex). Costs L::lock()
+  // plus two relaxed stores when free; when held, also two clock reads.
   void lock() {
     if (!lock_.try_lock()) lock_contended();
     acquired_locked();
@@ -63,7 +67,11 @@ class StatSpinLock {
     if (hold_t0_) hold_end();
     lock_.unlock();
   }
-  bool is_locked() const { return lock_.is_locked(); }
+  bool is_locked() const
+    requires requires(const L& l) { l.is_locked(); }
+  {
+    return lock_.is_locked();
+  }
 
   // Any thread, any time: the counters may be a few increments apart from
   // each other while the lock is busy.
@@ -84,7 +92,7 @@ class StatSpinLock {
   void hold_begin();  // out of line: a clock read
   void hold_end();
 
-  SpinLock lock_;
+  L lock_;
   std::atomic<uint64_t> acquired_{0};
   std::atomic<uint64_t> waited_{0};
   std::atomic<uint64_t> wait_ns_{0};
@@ -93,5 +101,11 @@ class StatSpinLock {
   std::atomic<uint64_t> hold_ns_{0};
   uint64_t hold_t0_ = 0;  // the sampled acquisition's start; only the holder touches it
 };
+
+// Both are instantiated once, in lockstat.cc.
+extern template class StatLock<SpinLock>;
+extern template class StatLock<std::mutex>;
+using StatSpinLock = StatLock<SpinLock>;
+using StatMutex = StatLock<std::mutex>;
 
 }  // namespace blkmq::base

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/lockstat.h"
 #include "blkmq/list.h"
 
 namespace blkmq::base {
@@ -112,7 +113,7 @@ class SbitmapQueue;
 
 // One of the 8 wait queues.
 struct alignas(64) SbqWaitQueue {
-  std::mutex lock;
+  StatMutex lock;  // counted: mq/<n>/tags_wait_lock_stat
   ListNode waiters;
   std::atomic<unsigned> nr_waiting{0};  // lets wakers skip empty queues without the lock
 };
@@ -155,6 +156,9 @@ class SbitmapQueue {
   void remove_wait(SbqWaitQueue* wq, SbqWaitEntry* entry);
   // Wakes every waiter (resize, teardown, fake wake-up after a migration).
   void wake_all();
+  // The 8 wait queues' lock counters, summed (mq/<n>/tags_wait_lock_stat).
+  // Any thread; lock-free reads, so the sum may be a few counts stale.
+  LockStat wait_lock_stat() const;
   // Number of waiters currently queued on all wait queues.
   unsigned active_waiters() const { return ws_active_.load(std::memory_order_relaxed); }
 

@@ -160,7 +160,7 @@ void SbitmapQueue::wake_nr(unsigned nr) {
     SbqWaitQueue& wq = ws_[index];
     index = (index + 1) % kSbqWaitQueues;
     if (!wq.nr_waiting.load(std::memory_order_seq_cst)) continue;
-    std::lock_guard<std::mutex> g(wq.lock);
+    std::lock_guard g(wq.lock);
     while (nr && !wq.waiters.empty()) {
       ListNode* n = wq.waiters.next;
       ListNode::unlink(n);
@@ -183,7 +183,7 @@ SbqWaitQueue* SbitmapQueue::wait_ptr(std::atomic<unsigned>* wait_index) {
 
 void SbitmapQueue::add_wait(SbqWaitQueue* wq, SbqWaitEntry* entry) {
   {
-    std::lock_guard<std::mutex> g(wq->lock);
+    std::lock_guard g(wq->lock);
     if (entry->queued) return;
     wq->waiters.push_back(&entry->node);
     entry->queued = true;
@@ -196,7 +196,7 @@ void SbitmapQueue::add_wait(SbqWaitQueue* wq, SbqWaitEntry* entry) {
 }
 
 void SbitmapQueue::remove_wait(SbqWaitQueue* wq, SbqWaitEntry* entry) {
-  std::lock_guard<std::mutex> g(wq->lock);
+  std::lock_guard g(wq->lock);
   if (!entry->queued) return;
   ListNode::unlink(&entry->node);
   entry->queued = false;
@@ -210,7 +210,7 @@ void SbitmapQueue::wake_all() {
   for (unsigned i = 0; i < kSbqWaitQueues; i++) {
     SbqWaitQueue& wq = ws_[(index + i) % kSbqWaitQueues];
     if (!wq.nr_waiting.load(std::memory_order_seq_cst)) continue;
-    std::lock_guard<std::mutex> g(wq.lock);
+    std::lock_guard g(wq.lock);
     while (!wq.waiters.empty()) {
       ListNode* n = wq.waiters.next;
       ListNode::unlink(n);
@@ -221,6 +221,12 @@ void SbitmapQueue::wake_all() {
       e->func(e);
     }
   }
+}
+
+LockStat SbitmapQueue::wait_lock_stat() const {
+  LockStat sum;
+  for (const SbqWaitQueue& wq : ws_) sum.add(wq.lock.stat());
+  return sum;
 }
 
 void SbitmapQueue::set_min_shallow_depth(unsigned d) {

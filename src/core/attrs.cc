@@ -259,8 +259,20 @@ Result<std::string> show_mq(const QueueImpl* q, std::string_view rest) {
   if (name == "dispatch_busy") return u(h->dispatch_busy.load());
   // blkmq's own lock statistics (the kernel's come from lock_stat):
   // dispatch_lock_stat for the hctx lock (the dispatch list), ctx_lock_stat
-  // for the software queues mapped to it, summed.
+  // for the software queues mapped to it, summed; tags_wait_lock_stat for
+  // the wait queues of its driver tags (normal and reserved) and, with a
+  // scheduler, of its scheduler tags, summed: where submitters that found
+  // no tag queue up (the kernel's sbq_wait_state locks).
   if (name == "dispatch_lock_stat") return h->lock.stat().format();
+  if (name == "tags_wait_lock_stat") {
+    base::LockStat sum;
+    for (const Tags* t : {h->tags, h->sched_tags}) {
+      if (!t) continue;
+      sum.add(t->bitmap_tags.wait_lock_stat());
+      sum.add(t->breserved_tags.wait_lock_stat());
+    }
+    return sum.format();
+  }
   if (name == "ctx_lock_stat") {
     base::LockStat sum;
     for (const SwCtx* c : h->ctxs) sum.add(c->lock.stat());
@@ -348,7 +360,7 @@ std::vector<std::string> queue_attr_names(const QueueImpl* q) {
   for (unsigned i = 0; i < q->nr_hw_queues_; i++)
     for (const char* n : {"nr_tags", "nr_reserved_tags", "tags_busy", "sched_tags_busy", "cpu_list", "type",
                           "queued", "run", "busy", "dispatch_busy", "dispatched", "state",
-                          "dispatch_lock_stat", "ctx_lock_stat"})
+                          "dispatch_lock_stat", "ctx_lock_stat", "tags_wait_lock_stat"})
       v.push_back("mq/" + std::to_string(i) + "/" + n);
   return v;
 }

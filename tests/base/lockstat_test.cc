@@ -1,4 +1,4 @@
-// StatSpinLock's contention counters (seed 003's lock statistics): exact
+// StatSpinLock's (and StatMutex's) contention counters (seed 003's lock statistics): exact
 // counts without contention, every wait counted with two threads, try_lock
 // failures apart, the attribute format round trip, and reset.
 #include <gtest/gtest.h>
@@ -48,6 +48,29 @@ TEST(StatSpinLock, AWaiterIsCountedWithItsWaitTime) {
   EXPECT_GE(s.wait_ns, 5'000'000u);  // slept 20 ms while it waited; leave room for a slow start
   EXPECT_EQ(s.try_busy, 1u);
   EXPECT_DOUBLE_EQ(s.contended_pct(), 50.0);
+}
+
+// The tags' wait queues use the mutex form; a holder that sleeps makes the
+// second taker wait, and it is counted the same way. (No try_lock from the
+// holding thread: that is undefined for a std::mutex.)
+TEST(StatMutex, AWaiterIsCountedWithItsWaitTime) {
+  StatMutex l;
+  l.lock();
+  std::atomic<bool> started{false};
+  std::thread t([&] {
+    started = true;
+    l.lock();
+    l.unlock();
+  });
+  while (!started) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  l.unlock();
+  t.join();
+  const LockStat s = l.stat();
+  EXPECT_EQ(s.acquired, 2u);
+  EXPECT_EQ(s.waited, 1u);
+  EXPECT_GE(s.wait_ns, 5'000'000u);
+  EXPECT_EQ(s.try_busy, 0u);
 }
 
 TEST(StatSpinLock, TwoThreadsHammeringLoseNoCount) {

@@ -131,6 +131,25 @@ TEST(SbitmapQueue, CallbackEntriesAndRemoveWait) {
   EXPECT_EQ(b.calls, 0);
 }
 
+// mq/<n>/tags_wait_lock_stat sums the 8 wait queues' locks: queuing a
+// waiter, the wake-up that unlinks it and a remove_wait each take one.
+TEST(SbitmapQueue, WaitLockStatCountsEveryWaitQueueLock) {
+  SbitmapQueue q(8, false);  // wake_batch 1
+  for (int i = 0; i < 8; i++) ASSERT_GE(q.get(), 0);
+  EXPECT_EQ(q.wait_lock_stat().acquired, 0u);
+  SbqWaitEntry e;
+  e.func = [](SbqWaitEntry*) {};
+  std::atomic<unsigned> idx{0};
+  SbqWaitQueue* ws = q.wait_ptr(&idx);
+  q.add_wait(ws, &e);
+  q.clear(3, 0);  // wakes e under the queue's lock
+  EXPECT_FALSE(e.queued);
+  q.remove_wait(ws, &e);  // already unlinked: still takes the lock to know
+  const LockStat s = q.wait_lock_stat();
+  EXPECT_EQ(s.acquired, 3u);
+  EXPECT_EQ(s.waited, 0u);
+}
+
 TEST(SbitmapQueue, ClearBatchWakesOnceForAll) {
   SbitmapQueue q(64, false);  // wake_batch 8
   std::vector<int> held;

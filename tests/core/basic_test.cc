@@ -178,6 +178,41 @@ TEST(Core, NowaitFailsInsteadOfSleepingForATag) {
   ASSERT_TRUE(t.wait_for(3));
 }
 
+// mq/<n>/tags_wait_lock_stat counts the tag wait queues' locks: a submitter
+// that finds no tag queues itself under one, and the freed tag's wake-up
+// unlinks it under the same lock.
+TEST(Core, TagsWaitLockStatisticsCountASubmitterThatSleptForATag) {
+  auto o = opts();
+  o.depth = 2;
+  o.mode = CompleteMode::never;
+  StubDriver d(o);
+  auto waits = [&] {
+    base::LockStat s;
+    EXPECT_TRUE(base::LockStat::parse(*d.q().attr("mq/0/tags_wait_lock_stat"), &s));
+    return s.acquired;
+  };
+  EXPECT_EQ(waits(), 0u);
+  BioTracker t;
+  auto a = t.make(ReqOp::read, 0, 4096);
+  auto b = t.make(ReqOp::read, 8192, 4096);
+  auto c = t.make(ReqOp::read, 16384, 4096);
+  d.q().submit_bio(&a->bio);
+  d.q().submit_bio(&b->bio);
+  std::thread sleeper([&] { d.q().submit_bio(&c->bio); });  // no tag left: sleeps
+  for (int i = 0; i < 5000 && waits() == 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE(waits(), 1u);
+  for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
+  sleeper.join();
+  std::vector<Request*> last;
+  for (int i = 0; i < 5000 && last.empty(); i++) {
+    last = d.take_held();
+    if (last.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (Request* rq : last) end_request(rq, BlkStatus::ok);
+  ASSERT_TRUE(t.wait_for(3));
+  EXPECT_GE(waits(), 2u);
+}
+
 TEST(Core, PolledBiosCompleteThroughPoll) {
   auto o = opts();
   o.nr_poll = 1;
