@@ -4,6 +4,9 @@
 #include "drivers/scsi/scsi.h"
 #include "drivers/ublk/ublk.h"
 #include "drivers/uring/uring.h"
+#if BLKMQ_HAVE_RBD
+#include "drivers/rbd/rbd.h"
+#endif
 
 namespace blkmq {
 
@@ -12,6 +15,9 @@ void register_builtin_drivers() {
   scsi_driver_link();
   uring_driver_link();
   ublk_driver_link();
+#if BLKMQ_HAVE_RBD
+  rbd_driver_link();
+#endif
 }
 
 }  // namespace blkmq
