@@ -1,22 +1,34 @@
 # make run   set-up, build, and the main job: blkmq reproduce --quick, the four seed experiments
-# make test  set-up, build, and every test: release, ASan+UBSan, TSan, and a bounded NBD fuzz run
+# make test  set-up, build, and every test: release, the rbd driver on a throw-away Ceph cluster,
+#            ASan+UBSan, TSan, and a bounded NBD fuzz run
 # make fuzz  the NBD handshake/request fuzzer, built without a CMake tree, run for FUZZ_SECONDS
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 PKGS := build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev \
         libbenchmark-dev liburing-dev libcli11-dev nlohmann-json3-dev fio valgrind gnuplot-nox libnbd-bin \
-        python3-libnbd nbdkit qemu-utils libgnutls28-dev gnutls-bin clang blktrace sysstat
+        python3-libnbd nbdkit qemu-utils libgnutls28-dev gnutls-bin clang blktrace sysstat \
+        librbd-dev librados-dev
+# The Ceph daemons and tools that test-rbd's throw-away cluster runs (tests/support/ceph_cluster.sh).
+CEPH_PKGS := ceph-mon ceph-osd ceph-mgr ceph-common
 BLKMQ := build/release/tools/blkmq
 
-.PHONY: deps build run test test-release test-asan test-tsan test-fuzz fuzz clean
+.PHONY: deps ceph-deps build run test test-release test-rbd test-asan test-tsan test-fuzz fuzz clean
 
-deps:
-	@missing=""; for p in $(PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# install-missing PACKAGES...: apt-get installs those not installed yet.
+define install-missing
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+endef
+
+deps:
+	$(call install-missing,$(PKGS))
+
+ceph-deps:
+	$(call install-missing,$(CEPH_PKGS))
 
 build/release/build.ninja:
 	cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -29,7 +41,11 @@ run: build
 	$(BLKMQ) reproduce --quick
 
 test-release: build
-	ctest --test-dir build/release --output-on-failure -j $(JOBS)
+	ctest --test-dir build/release --output-on-failure -j $(JOBS) -LE rbd
+
+# The rbd driver's tests start their own single-node cluster (memstore, loopback) and stop it.
+test-rbd: build ceph-deps
+	ctest --test-dir build/release --output-on-failure -L rbd
 
 build/asan/build.ninja:
 	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBLKMQ_SANITIZE=address
@@ -67,7 +83,7 @@ fuzz: deps build/fuzz/nbd_fuzz
 
 test-fuzz: fuzz
 
-test: test-release test-asan test-tsan test-fuzz
+test: test-release test-rbd test-asan test-tsan test-fuzz
 
 clean:
 	rm -rf build
