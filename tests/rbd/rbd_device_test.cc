@@ -54,6 +54,13 @@ ParamMap image_params(const std::string& conf, const std::string& image = "img")
   return {{"conf", conf}, {"pool", "rbd"}, {"rbdname", image}};
 }
 
+// Zeroes [0, len) an object (4 MiB) at a time: random_verify's model
+// starts as zeroes, and other rounds or tests wrote there.
+void zero_front(Queue& q, uint64_t len) {
+  for (uint64_t off = 0; off < len; off += 4u << 20)
+    ASSERT_EQ(devtest::submit_wait(q, ReqOp::write_zeroes, off, 4u << 20, nullptr), BlkStatus::ok);
+}
+
 std::unique_ptr<Device> open_image(const std::string& image = "img", ParamMap extra = {}) {
   ParamMap p = image_params(g_cluster->conf(), image);
   for (auto& [k, v] : extra) p[k] = v;
@@ -139,10 +146,7 @@ TEST(RbdDevice, RandomIoReadsBackThroughEveryScheduler) {
   for (const char* sched : {"none", "mq-deadline", "kyber", "bfq"}) {
     SCOPED_TRACE(sched);
     ASSERT_TRUE(q.set_attr("queue/scheduler", sched));
-    // random_verify's model starts as zeroes: what the last round wrote is
-    // zeroed first, an object at a time.
-    for (uint64_t off = 0; off < kSpan; off += 4u << 20)
-      ASSERT_EQ(devtest::submit_wait(q, ReqOp::write_zeroes, off, 4u << 20, nullptr), BlkStatus::ok);
+    zero_front(q, kSpan);
     devtest::random_verify(q, kSpan, 512, 96, seed++);
     test::expect_queue_idle(q, sched);
   }
@@ -164,8 +168,7 @@ TEST(RbdDevice, EventfdCompletionsEndOnTheReaperThreadAndReadBack) {
   ASSERT_TRUE(w.wait(1));
   EXPECT_EQ(s.bio.status, BlkStatus::ok);
   EXPECT_EQ(w.thread(), "rbd-reaper");
-  for (uint64_t off = 0; off < (8u << 20); off += 4u << 20)
-    ASSERT_EQ(devtest::submit_wait(q, ReqOp::write_zeroes, off, 4u << 20, nullptr), BlkStatus::ok);
+  zero_front(q, 8u << 20);
   devtest::random_verify(q, 8u << 20, 512, 48, 99);
   test::expect_queue_idle(q, "eventfd");
 }
