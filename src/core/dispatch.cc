@@ -471,8 +471,12 @@ void dispatch_list(RqList* rqs, bool from_schedule, bool allow_direct) {
   if (q->elevator_) {
     if (tracer(q))
       for (ListNode* it = list.next; it != &list; it = it->next) trace_rq(rq_of(it), blktrace::kInsert);
+    // In the dispatch epoch, as submit_one's insert and run: once inserted
+    // the requests may end, and `h` must outlive the run.
+    q->dispatch_enter();
     q->elevator_->type->ops.insert_requests(h, &list, 0);
     run_hw_queue(h, from_schedule);
+    q->dispatch_exit();
   } else {
     insert_requests(h, ctx, &list, from_schedule, allow_direct);
   }

@@ -280,13 +280,22 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     return;
   }
   const bool is_sync = bio->op == ReqOp::read || (bio->flags & (kBioSync | kBioFua | kBioPreflush));
+  // Once inserted, the request may be dispatched and freed by another
+  // thread, and with it the usage reference that kept the hctxs in place:
+  // without the dispatch epoch around insert and run, update_nr_hw_queues
+  // could replace `h` before the run reads it (its scheduler data then
+  // null). Its quiesce waits for the epoch.
   if (rq->rq_flags & kRqfUseSched) {
+    q->dispatch_enter();
     insert_request(rq, 0);
     // Seed 000: run from the submitter (sync) or punt to kblockd (async).
     run_hw_queue(h, q->tun_.sched_insert_run.load(std::memory_order_relaxed) == SchedInsertRun::async);
+    q->dispatch_exit();
   } else if (h->dispatch_busy.load(std::memory_order_relaxed) && (q->nr_hw_queues_ == 1 || !is_sync)) {
+    q->dispatch_enter();
     insert_request(rq, 0);
     run_hw_queue(h, true);
+    q->dispatch_exit();
   } else {
     q->dispatch_enter();
     try_issue_directly(h, rq);

@@ -1,0 +1,139 @@
+// Regression: a submitter that inserted its request into the scheduler and
+// then ran the hw queue read the hctx after the request could have ended.
+// Once the request is freed, nothing kept update_nr_hw_queues from
+// replacing the hctxs in between, and the run then called the scheduler's
+// has_work on an hctx without scheduler data (UBSan in ASan's CI run of
+// NrHwQueues.InitHctxFaultDuringUpdateRollsBack: kyber's has_work on a
+// null HctxData). The insert and the run now sit in the dispatch epoch,
+// which the update's quiesce waits for.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "blkmq/blkmq.h"
+#include "support/verified_io.h"
+#include "support/watchdog.h"
+
+namespace blkmq::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The gate: a FIFO scheduler whose insert, once armed, holds the inserting
+// thread after the request is queued, until released or 2 s have passed.
+// Its state is global: the update exits the scheduler while a thread may
+// be held in its insert.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool armed = false, holding = false, released = false;
+};
+Gate g_gate;
+
+struct GateSched {
+  std::mutex lock;
+  ListNode queued;
+  std::atomic<unsigned> count{0};
+};
+
+GateSched* gate_of(HwCtx* hctx) { return static_cast<GateSched*>(queue_elevator(hctx->queue)->elevator_data); }
+
+void hold_if_armed() {
+  std::unique_lock lk(g_gate.mu);
+  if (!g_gate.armed) return;
+  g_gate.armed = false;
+  g_gate.holding = true;
+  g_gate.cv.notify_all();
+  g_gate.cv.wait_for(lk, 2s, [] { return g_gate.released; });
+  g_gate.holding = false;
+}
+
+const ElevatorType kGateType = [] {
+  ElevatorType t;
+  t.name = "test-gate";
+  t.queue_wide = true;
+  t.ops.init_sched = [](Queue*, ElevatorQueue* eq) {
+    eq->elevator_data = new GateSched;
+    return Status::ok();
+  };
+  t.ops.exit_sched = [](ElevatorQueue* eq) { delete static_cast<GateSched*>(eq->elevator_data); };
+  t.ops.insert_requests = [](HwCtx* hctx, ListNode* list, uint32_t flags) {
+    GateSched* f = gate_of(hctx);
+    unsigned n = 0;
+    for (ListNode* p = list->next; p != list; p = p->next) n++;
+    {
+      std::lock_guard g(f->lock);
+      f->queued.splice_tail(list);
+      f->count.fetch_add(n, std::memory_order_release);
+    }
+    hold_if_armed();  // touches no scheduler state: it may be gone meanwhile
+  };
+  t.ops.dispatch_request = [](HwCtx* hctx) -> Request* {
+    GateSched* f = gate_of(hctx);
+    std::lock_guard g(f->lock);
+    if (f->queued.empty()) return nullptr;
+    ListNode* n = f->queued.next;
+    ListNode::unlink(n);
+    f->count.fetch_sub(1, std::memory_order_relaxed);
+    return list_entry<Request, &Request::queuelist>(n);
+  };
+  t.ops.has_work = [](HwCtx* hctx) { return gate_of(hctx)->count.load(std::memory_order_acquire) != 0; };
+  return t;
+}();
+
+TEST(StaleHctxAfterUpdate, UpdateWaitsForASubmitterBetweenItsInsertAndItsRun) {
+  Watchdog wd("stale hctx regression", std::chrono::seconds(60));
+  static std::once_flag once;
+  std::call_once(once, [] { ASSERT_TRUE(register_elevator(&kGateType)); });
+  auto dev = make_null_device({{"irqmode", "0"}, {"submit_queues", "2"}, {"size", "64"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  ASSERT_TRUE(q.set_attr("queue/scheduler", "test-gate"));
+  {
+    std::lock_guard lk(g_gate.mu);
+    g_gate.armed = true;
+    g_gate.holding = g_gate.released = false;
+  }
+  uint8_t buf[4096] = {};
+  BlkStatus wst = BlkStatus::ioerr;
+  std::thread submitter([&] { wst = q.write_sync(buf, 0, sizeof buf); });
+  {
+    std::unique_lock lk(g_gate.mu);
+    ASSERT_TRUE(g_gate.cv.wait_for(lk, 10s, [] { return g_gate.holding; }));
+  }
+  // Dispatch and complete the held submitter's request from here: its
+  // usage reference is gone, the submitter still has its run to do.
+  const uint64_t t0 = q.disk_stat().write_ios;
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (q.disk_stat().write_ios == t0 && std::chrono::steady_clock::now() < end) {
+    run_hw_queues(&q, false);
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(q.disk_stat().write_ios, t0 + 1);
+  std::atomic<bool> updated{false};
+  Status ust = Status::ok();
+  std::thread updater([&] {
+    ust = q.tag_set().update_nr_hw_queues(1, 0);
+    updated = true;
+  });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(updated.load()) << "the hctxs were replaced under a submitter between its insert and its run";
+  {
+    std::lock_guard lk(g_gate.mu);
+    g_gate.released = true;
+  }
+  g_gate.cv.notify_all();
+  submitter.join();
+  updater.join();
+  EXPECT_EQ(wst, BlkStatus::ok);
+  EXPECT_TRUE(ust) << ust.message();
+  EXPECT_EQ(q.nr_hw_queues(), 1u);
+  EXPECT_EQ(q.write_sync(buf, 4096, sizeof buf), BlkStatus::ok);
+  expect_queue_idle(q, "after the update");
+}
+
+}  // namespace
+}  // namespace blkmq::test
