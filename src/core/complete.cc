@@ -116,6 +116,15 @@ bool complete_remote(Request* rq) {
 
 }  // namespace
 
+void account_flush(Request* frq) {
+  if (!frq->start_time_ns) return;
+  QueueImpl* q = to_impl(frq->q);
+  const uint64_t now = blk_time_get_ns(q);
+  PartStat& st = q->stats_[base::this_cpu()];
+  st.ios[kStatFlush].fetch_add(1, std::memory_order_relaxed);
+  st.nsecs[kStatFlush].fetch_add(now > frq->start_time_ns ? now - frq->start_time_ns : 0, std::memory_order_relaxed);
+}
+
 void account_io_start(Request* rq) {
   QueueImpl* q = to_impl(rq->q);
   if (!q->tun_.iostats.load(std::memory_order_relaxed)) return;

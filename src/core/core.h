@@ -209,14 +209,18 @@ struct PartStat {
   std::atomic<uint64_t> sectors[4];
   std::atomic<uint64_t> nsecs[4];
 };
+// The group a request is accounted in when it ends. An empty flush bio
+// counts as a write without data, as the kernel's REQ_OP_WRITE |
+// REQ_PREFLUSH does; group 3 (flush_ios) counts the flushes the flush
+// machinery sends to the device (account_flush), as blk_account_io_flush.
 inline unsigned stat_group(ReqOp op) {
   switch (op) {
     case ReqOp::read: return 0;
     case ReqOp::discard: return 2;
-    case ReqOp::flush: return 3;
     default: return 1;
   }
 }
+inline constexpr unsigned kStatFlush = 3;
 
 // ---------------------------------------------------------------- queue --
 
@@ -369,6 +373,10 @@ void requeue_rq_internal(Request* rq);
 // complete.cc
 void complete_rq_now(Request* rq);
 void account_io_start(Request* rq);
+// A flush the flush machinery sent ended (blk_account_io_flush): flush_ios
+// and flush_ticks, timed from frq->start_time_ns (0: iostats was off when
+// it was sent, nothing is counted). Completion context.
+void account_flush(Request* frq);
 void free_request_ref(Request* rq);
 void free_request_ref(Request* rq, unsigned cpu);
 

@@ -81,6 +81,7 @@ bool data_end_io(Request* rq, BlkStatus st) {
 bool flush_rq_end_io(Request* frq, BlkStatus st) {
   QueueImpl* q = to_impl(frq->q);
   FlushQueue* fq = q->fq_;
+  account_flush(frq);
   if (frq->internal_tag != kNoTag) put_driver_tag(frq);  // it took its own driver tag
   frq->tag = kNoTag;
   frq->internal_tag = kNoTag;
@@ -133,6 +134,7 @@ void kick_flush(FlushQueue* fq) {
   frq->sector = 0;
   frq->nr_phys_segments = 0;
   frq->timeout_ms = 0;
+  frq->start_time_ns = q->tun_.iostats.load(std::memory_order_relaxed) ? blk_time_get_ns(q) : 0;
   frq->status = BlkStatus::ok;
   frq->end_io = flush_rq_end_io;
   frq->ref.store(1, std::memory_order_relaxed);

@@ -164,9 +164,49 @@ TEST(Flush, PreflushAndEmulatedFuaBecomeFlushWriteFlush) {
   EXPECT_EQ(d.q().flush_sync(), BlkStatus::ok);
   EXPECT_EQ(ops_seen(d), (std::vector<std::string>{"F"}));
   ASSERT_TRUE(wait_requests_freed(d.q()));  // accounting follows the bio's end
+  // As the kernel counts them: the data write and the empty flush are
+  // writes; each of the three flushes the device saw is a flush.
   DiskStat st = d.q().disk_stat();
-  EXPECT_EQ(st.write_ios, 1u);
-  EXPECT_EQ(st.flush_ios, 1u);
+  EXPECT_EQ(st.write_ios, 2u);
+  EXPECT_EQ(st.write_sectors, 8u);
+  EXPECT_EQ(st.flush_ios, 3u);
+}
+
+// Regression: flush_ios counted the empty flush bios (as their own group)
+// and none of the flushes the flush machinery sends for a preflush or an
+// emulated FUA, where the kernel's diskstats count every flush sent to the
+// device (blk_account_io_flush) and an empty flush bio as a write with no
+// data. The kernel on a loop device (write back, no FUA), read from
+// /sys/block/loopN/stat: two fsync()s give writes +2, flushes +2; an
+// O_DIRECT|O_DSYNC 4 KiB write (FUA, emulated, then fsync's flush) gives
+// writes +2, 8 sectors, flushes +2.
+TEST(Flush, FlushesSentToTheDeviceAreCountedAsTheKernelCountsThem) {
+  StubDriver::Options o;
+  o.write_cache = true;
+  o.fua = false;
+  StubDriver d(o);
+  EXPECT_EQ(d.q().flush_sync(), BlkStatus::ok);
+  EXPECT_EQ(d.q().flush_sync(), BlkStatus::ok);
+  ASSERT_TRUE(wait_requests_freed(d.q()));
+  DiskStat st = d.q().disk_stat();
+  EXPECT_EQ(st.write_ios, 2u);
+  EXPECT_EQ(st.write_sectors, 0u);
+  EXPECT_EQ(st.flush_ios, 2u);
+  std::vector<uint8_t> b(4096, 1);
+  EXPECT_EQ(d.q().write_sync(b.data(), 0, 4096, kBioFua), BlkStatus::ok);
+  EXPECT_EQ(d.q().flush_sync(), BlkStatus::ok);
+  ASSERT_TRUE(wait_requests_freed(d.q()));
+  st = d.q().disk_stat();
+  EXPECT_EQ(st.write_ios, 4u);
+  EXPECT_EQ(st.write_sectors, 8u);
+  EXPECT_EQ(st.flush_ios, 4u);
+  // A device with native FUA gets no flush for a FUA write.
+  o.fua = true;
+  StubDriver n(o);
+  EXPECT_EQ(n.q().write_sync(b.data(), 0, 4096, kBioFua), BlkStatus::ok);
+  ASSERT_TRUE(wait_requests_freed(n.q()));
+  EXPECT_EQ(n.q().disk_stat().flush_ios, 0u);
+  EXPECT_EQ(n.q().disk_stat().write_ios, 1u);
 }
 
 TEST(Flush, NativeFuaIsPassedThrough) {
