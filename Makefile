@@ -56,7 +56,7 @@ build/tsan/build.ninja:
 test-asan: deps build/asan/build.ninja
 	cmake --build build/asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  BLKMQ_STRESS_SCALE=0.5 ctest --test-dir build/asan --output-on-failure -L 'concurrency|stress'
+	  BLKMQ_STRESS_SCALE=0.5 ctest --test-dir build/asan --output-on-failure -L 'concurrency|stress|rbd'
 
 test-tsan: deps build/tsan/build.ninja
 	cmake --build build/tsan -j $(JOBS)
