@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "blkmq/blkmq.h"
+#include "support/fifo_sched.h"
 #include "support/verified_io.h"
 #include "support/watchdog.h"
 
@@ -22,24 +23,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The gate: a FIFO scheduler whose insert, once armed, holds the inserting
-// thread after the request is queued, until released or 2 s have passed.
-// Its state is global: the update exits the scheduler while a thread may
-// be held in its insert.
+// The gate: the test FIFO scheduler (support/fifo_sched.h) whose insert,
+// once armed, holds the inserting thread after the request is queued,
+// until released or 2 s have passed. Its state is global: the update exits
+// the scheduler while a thread may be held in its insert.
 struct Gate {
   std::mutex mu;
   std::condition_variable cv;
   bool armed = false, holding = false, released = false;
 };
 Gate g_gate;
-
-struct GateSched {
-  std::mutex lock;
-  ListNode queued;
-  std::atomic<unsigned> count{0};
-};
-
-GateSched* gate_of(HwCtx* hctx) { return static_cast<GateSched*>(queue_elevator(hctx->queue)->elevator_data); }
 
 void hold_if_armed() {
   std::unique_lock lk(g_gate.mu);
@@ -51,38 +44,7 @@ void hold_if_armed() {
   g_gate.holding = false;
 }
 
-const ElevatorType kGateType = [] {
-  ElevatorType t;
-  t.name = "test-gate";
-  t.queue_wide = true;
-  t.ops.init_sched = [](Queue*, ElevatorQueue* eq) {
-    eq->elevator_data = new GateSched;
-    return Status::ok();
-  };
-  t.ops.exit_sched = [](ElevatorQueue* eq) { delete static_cast<GateSched*>(eq->elevator_data); };
-  t.ops.insert_requests = [](HwCtx* hctx, ListNode* list, uint32_t flags) {
-    GateSched* f = gate_of(hctx);
-    unsigned n = 0;
-    for (ListNode* p = list->next; p != list; p = p->next) n++;
-    {
-      std::lock_guard g(f->lock);
-      f->queued.splice_tail(list);
-      f->count.fetch_add(n, std::memory_order_release);
-    }
-    hold_if_armed();  // touches no scheduler state: it may be gone meanwhile
-  };
-  t.ops.dispatch_request = [](HwCtx* hctx) -> Request* {
-    GateSched* f = gate_of(hctx);
-    std::lock_guard g(f->lock);
-    if (f->queued.empty()) return nullptr;
-    ListNode* n = f->queued.next;
-    ListNode::unlink(n);
-    f->count.fetch_sub(1, std::memory_order_relaxed);
-    return list_entry<Request, &Request::queuelist>(n);
-  };
-  t.ops.has_work = [](HwCtx* hctx) { return gate_of(hctx)->count.load(std::memory_order_acquire) != 0; };
-  return t;
-}();
+const ElevatorType kGateType = fifo_elevator<hold_if_armed>("test-gate");
 
 TEST(StaleHctxAfterUpdate, UpdateWaitsForASubmitterBetweenItsInsertAndItsRun) {
   Watchdog wd("stale hctx regression", std::chrono::seconds(60));

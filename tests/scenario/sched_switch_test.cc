@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
+#include "support/fifo_sched.h"
 #include "support/verified_io.h"
 #include "support/watchdog.h"
 
@@ -112,47 +113,10 @@ class Worker {
   std::vector<bool> busy_ = std::vector<bool>(kBlocksPerThread, false);
 };
 
-// A FIFO scheduler of this test, so that switching to and from a scheduler
-// (scheduler tags, nr_requests up to 2048) is exercised whatever else is
-// registered. It never merges; it only hands requests back in order.
-struct FifoSched {
-  std::mutex lock;
-  ListNode queued;
-  std::atomic<unsigned> count{0};
-};
-
-FifoSched* fifo_of(HwCtx* hctx) { return static_cast<FifoSched*>(queue_elevator(hctx->queue)->elevator_data); }
-
-const ElevatorType kFifoType = [] {
-  ElevatorType t;
-  t.name = "test-fifo";
-  t.queue_wide = true;
-  t.ops.init_sched = [](Queue*, ElevatorQueue* eq) {
-    eq->elevator_data = new FifoSched;
-    return Status::ok();
-  };
-  t.ops.exit_sched = [](ElevatorQueue* eq) { delete static_cast<FifoSched*>(eq->elevator_data); };
-  t.ops.insert_requests = [](HwCtx* hctx, ListNode* list, uint32_t flags) {
-    FifoSched* f = fifo_of(hctx);
-    unsigned n = 0;
-    for (ListNode* p = list->next; p != list; p = p->next) n++;
-    std::lock_guard g(f->lock);
-    if (flags & kInsertAtHead) f->queued.splice_head(list);
-    else f->queued.splice_tail(list);
-    f->count.fetch_add(n, std::memory_order_release);
-  };
-  t.ops.dispatch_request = [](HwCtx* hctx) -> Request* {
-    FifoSched* f = fifo_of(hctx);
-    std::lock_guard g(f->lock);
-    if (f->queued.empty()) return nullptr;
-    ListNode* n = f->queued.next;
-    ListNode::unlink(n);
-    f->count.fetch_sub(1, std::memory_order_relaxed);
-    return list_entry<Request, &Request::queuelist>(n);
-  };
-  t.ops.has_work = [](HwCtx* hctx) { return fifo_of(hctx)->count.load(std::memory_order_acquire) != 0; };
-  return t;
-}();
+// A FIFO scheduler of this test (support/fifo_sched.h), so that switching
+// to and from a scheduler (scheduler tags, nr_requests up to 2048) is
+// exercised whatever else is registered.
+const ElevatorType kFifoType = fifo_elevator("test-fifo");
 
 void register_test_fifo() {
   static std::once_flag once;
