@@ -76,7 +76,13 @@ TEST(Removal, SubmittersStillSubmittingWhenTheDeviceIsRemoved) {
     std::atomic<bool> stop{false}, dead{false};
     std::vector<std::thread> th;
     for (unsigned i = 0; i < 4; i++) th.emplace_back([&, i] { submitter(dev->queue(), i, stop, dead, c); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(300 * stress_scale())));
+    // At least 300 ms (scaled) and 100 good I/Os before the removal: a
+    // fixed sleep alone let bfq under TSan on a loaded machine end 98.
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto at_least = t0 + std::chrono::milliseconds(static_cast<int>(300 * stress_scale()));
+    while ((std::chrono::steady_clock::now() < at_least || c.ok.load() <= 100u) &&
+           std::chrono::steady_clock::now() < t0 + std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     dev->queue().mark_dead();
     dead = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(100 * stress_scale())));
