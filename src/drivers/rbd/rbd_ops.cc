@@ -1,5 +1,5 @@
 // The rbd driver's DriverOps: each request becomes one librbd asynchronous
-// operation, whose completion callback ends it.
+// operation, and the operation's completion ends it.
 //
 // Completions play the part of the device's interrupt, in either of two
 // ways (parameter `completion`):
