@@ -20,18 +20,10 @@ namespace blkmq::nbd {
 
 namespace {
 
-// Payload buffers are page-aligned, as the kernel's bio pages are: an
-// O_DIRECT driver (uring with direct=1) refuses buffers below the file's
-// DIO memory alignment with EINVAL, and new char[] gives only 16 bytes.
-constexpr size_t kBufAlign = 4096;
-struct FreeBuf {
-  void operator()(char* p) const { std::free(p); }
-};
-char* alloc_buf(size_t n) {
-  void* p = std::aligned_alloc(kBufAlign, (n + kBufAlign - 1) / kBufAlign * kBufAlign);
-  if (p == nullptr) throw std::bad_alloc();  // as new char[] did
-  return static_cast<char*>(p);
-}
+// Payload buffers (BufferPool) are page-aligned, as the kernel's bio pages
+// are: an O_DIRECT driver (uring with direct=1) refuses buffers below the
+// file's DIO memory alignment with EINVAL, and new char[] gives only 16
+// bytes.
 
 }  // namespace
 
@@ -42,10 +34,18 @@ struct Connection::InFlight {
   Request req;
   Bio bio;
   iovec iov{};
-  std::unique_ptr<char, FreeBuf> buf;  // READ: filled by the device; WRITE: the payload
+  std::unique_ptr<char, PooledBuf> buf;  // READ: filled by the device; WRITE: the payload
   std::string reply;            // a reply built before queueing (BLOCK_STATUS); sent as is
   uint64_t bytes = 0;           // buffer bytes counted against ConnLimits
+  uint32_t have = 0;            // WRITE: payload bytes received so far
   uint32_t error = 0;           // NBD error of the reply
+  // TRIM or WRITE_ZEROES with FUA: the device's FUA covers writes only (the
+  // core refuses it on other ops, as the kernel does), so the reply waits
+  // for a FLUSH after the op. `flush_next`: the op completed well and the
+  // FLUSH is still to be submitted (by whoever sends replies next).
+  bool flush_after = false;
+  bool flush_next = false;
+  bool counted = false;         // in inflight_ / inflight_bytes_
 };
 
 namespace {
@@ -82,14 +82,6 @@ ReqOp op_of(uint16_t type) {
   }
 }
 
-// Bounds each receive by what is left until `deadline`; false once it passed.
-bool recv_deadline(int fd, std::chrono::steady_clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
-  if (left.count() <= 0) return false;
-  const timeval tv{static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)};
-  return ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
-}
-
 }  // namespace
 
 struct Connection::ReaderScope {
@@ -101,10 +93,14 @@ struct Connection::ReaderScope {
 
 Connection::Connection(int fd, const HandshakeConfig& cfg, const std::vector<Export>& exports, ConnLimits lim,
                        const TlsCredentials* tls)
-    : fd_(fd), cfg_(cfg), exports_(exports), lim_(lim), tls_(tls), io_(fd), hs_(cfg), ioc_(acquire_io_context()) {
-  const timeval tv{static_cast<time_t>(lim.send_timeout_ms / 1000), static_cast<suseconds_t>(lim.send_timeout_ms % 1000) * 1000};
-  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
+    : fd_(fd),
+      cfg_(cfg),
+      exports_(exports),
+      lim_(lim),
+      tls_(tls),
+      io_(fd, lim.send_timeout_ms),
+      hs_(cfg),
+      ioc_(acquire_io_context()) {}
 
 Connection::~Connection() {
   if (fd_ >= 0) ::close(fd_);
@@ -114,12 +110,13 @@ Connection::~Connection() {
 void Connection::stop() {
   {
     std::lock_guard g(mu_);  // orders the store with a reader about to wait for room
+    if (stopping_.load()) return;
     stopping_.store(true);
   }
   cv_.notify_all();
-  // Wakes a reader blocked in recv, gnutls_record_recv or the TLS
-  // handshake: each sees EOF.
-  ::shutdown(fd_, SHUT_RD);
+  // Every wait on the socket, the reader's and the writer's, now ends by
+  // the grace period; the reader is woken to answer what arrives ESHUTDOWN.
+  io_.stop_after(Transport::now_ns() + int64_t{lim_.shutdown_grace_ms} * 1000000);
 }
 
 bool Connection::send_all(const char* p, size_t n) {
@@ -137,26 +134,47 @@ bool Connection::send_all(const char* p, size_t n) {
 
 bool Connection::send_all(const std::string& s) { return send_all(s.data(), s.size()); }
 
-// Appends at least one byte (up to `want`, at least kReadChunk) to *pending;
-// false on EOF, an error or stop(). Small reads land in rbuf_ and only the
-// bytes received are appended: growing the string by a whole chunk first
-// zero-filled 256 KiB per socket read, the largest cost of a 4 KiB WRITE.
-// A large payload is received straight into the string, once.
-bool Connection::read_more(std::string* pending, size_t want) {
-  ssize_t k;
-  if (want > kReadChunk) {
-    const size_t old = pending->size();
-    pending->resize(old + want);
-    k = io_.recv(pending->data() + old, want);
-    pending->resize(old + (k > 0 ? static_cast<size_t>(k) : 0));
-  } else {
-    if (!rbuf_) rbuf_.reset(new char[kReadChunk]);
-    k = io_.recv(rbuf_.get(), kReadChunk);
-    if (k > 0) pending->append(rbuf_.get(), static_cast<size_t>(k));
+// Appends at least one byte (at most kReadChunk) to *pending; false on
+// EOF, an error, a deadline (the handshake's, the idle timeout, the
+// shutdown grace). Bytes land in rbuf_ and only those received are
+// appended: growing the string first would zero-fill what is still
+// missing on every partial read. Payloads never come through here: they
+// are received straight into their request's buffer (receive_payload).
+bool Connection::read_more(std::string* pending) {
+  if (!rbuf_) rbuf_.reset(new char[kReadChunk]);
+  set_read_deadline();
+  const ssize_t k = io_.recv(rbuf_.get(), kReadChunk);
+  if (k > 0) {
+    pending->append(rbuf_.get(), static_cast<size_t>(k));
+    return true;
   }
-  if (k == 0) reason_ = "client closed the connection";
-  if (k < 0) reason_ = io_.tls() ? "TLS receive failed: " + io_.recv_error() : "receive failed";
-  return k > 0 && !stopping_.load();
+  if (k == 0) reason_ = stopping_.load() ? "server shutting down (the client left)" : "client closed the connection";
+  else if (errno == ETIMEDOUT) reason_ = timeout_reason();
+  else reason_ = std::string(io_.tls() ? "TLS receive failed: " : "receive failed: ") + io_.recv_error();
+  return false;
+}
+
+// What a receive that ran out of time ran into.
+std::string Connection::timeout_reason() const {
+  if (stopping_.load()) return "server shutting down (grace period over)";
+  if (exp_ == nullptr) return "handshake timed out";
+  return "idle timeout";
+}
+
+// The reader's next wait: the handshake's deadline until GO; in
+// transmission the idle timeout, counted only while nothing is in flight
+// (a client waiting for a slow reply is not idle).
+void Connection::set_read_deadline() {
+  if (exp_ == nullptr) {
+    io_.set_deadline(hs_deadline_ns_);
+    return;
+  }
+  bool idle = false;
+  if (lim_.idle_timeout_ms) {
+    std::lock_guard g(mu_);
+    idle = inflight_ == 0;
+  }
+  io_.set_deadline(idle ? Transport::now_ns() + int64_t{lim_.idle_timeout_ms} * 1000000 : 0);
 }
 
 // STARTTLS was ACKed: the TLS handshake on the socket, then haggling
@@ -181,9 +199,15 @@ bool Connection::start_tls(const std::string& pending) {
 }
 
 bool Connection::handshake() {
-  if (!send_all(Handshake::greeting())) return false;
+  // One deadline for the whole handshake, sends included: a client that
+  // sends options and never reads the replies is bounded too.
+  if (lim_.handshake_timeout_ms) hs_deadline_ns_ = Transport::now_ns() + int64_t{lim_.handshake_timeout_ms} * 1000000;
+  io_.set_deadline(hs_deadline_ns_);
+  if (!send_all(Handshake::greeting())) {
+    reason_ = "handshake: the client does not read (greeting not sent)";
+    return false;
+  }
   std::string pending, out;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(lim_.handshake_timeout_ms);
   for (;;) {
     const Handshake::State st = hs_.state();
     if (st == Handshake::State::start_tls) {
@@ -191,20 +215,15 @@ bool Connection::handshake() {
       continue;
     }
     if (st != Handshake::State::client_flags && st != Handshake::State::options) break;
-    if (lim_.handshake_timeout_ms && !recv_deadline(fd_, deadline)) {
-      reason_ = "handshake timed out";
-      return false;
-    }
-    io_.set_recv_timeout(lim_.handshake_timeout_ms != 0);
-    if (!read_more(&pending, 0)) {
-      // SO_RCVTIMEO's expiry reads as a failed receive with EAGAIN.
-      if (reason_ != "client closed the connection" && (errno == EAGAIN || errno == EWOULDBLOCK))
-        reason_ = "handshake timed out";
-      return false;
-    }
+    if (!read_more(&pending)) return false;
     out.clear();
     pending.erase(0, hs_.consume(pending, &out));
-    if (!out.empty() && !send_all(out)) return false;  // STARTTLS's ACK goes out in plaintext
+    // STARTTLS's ACK goes out in plaintext.
+    if (!out.empty() && !send_all(out)) {
+      reason_ = Transport::now_ns() >= hs_deadline_ns_ && hs_deadline_ns_ ? "handshake timed out (the client does not read)"
+                                                                       : "handshake: send failed";
+      return false;
+    }
   }
   if (hs_.state() != Handshake::State::transmission) {
     reason_ = hs_.close_reason();
@@ -221,9 +240,7 @@ bool Connection::handshake() {
   xlim_.fast_zero = exp_->def.tx_flags & kTxSendFastZero;
   xlim_.trim = exp_->def.tx_flags & kTxSendTrim;
   xlim_.write_zeroes = exp_->def.tx_flags & kTxSendWriteZeroes;
-  // Transmission may idle as long as the client likes.
-  const timeval forever{0, 0};
-  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
+  io_.set_deadline(0);  // transmission's waits: set_read_deadline
   // Bytes after GO's ACK are already requests; keep them for transmission.
   leftover_ = std::move(pending);
   return true;
@@ -248,21 +265,25 @@ void Connection::run() {
   ::shutdown(fd_, SHUT_RDWR);
 }
 
-// Reads requests until DISC, EOF or stop(). Every whole request in the
-// buffer is submitted under one plug, so a batch the client sent together
-// reaches the queue together; the plug is flushed before the reader waits
-// for room or for more bytes, or its requests could never complete.
+// Reads requests until DISC, EOF, an error or the end of the shutdown
+// grace. Every whole request in the buffer is submitted under one plug, so
+// a batch the client sent together reaches the queue together; the plug is
+// flushed before the reader waits for room or for more bytes, or its
+// requests could never complete. A WRITE whose payload has not all arrived
+// is taken with what there is, and the rest is received straight into its
+// buffer, outside the plug.
 void Connection::transmission() {
   std::string pending = std::move(leftover_);
   size_t pos = 0;
   for (;;) {
+    xlim_.shutting_down = stopping_.load();
     {
       ReaderScope in_reader(this);
       Plug plug(32);
       pos = take_requests(pending, pos);
     }
     reply_from_reader();
-    if (!reason_.empty() || stopping_.load()) return;
+    if (!reason_.empty()) return;
     if (need_room_) {
       need_room_ = false;
       wait_for_room(room_wanted_);
@@ -270,19 +291,106 @@ void Connection::transmission() {
     }
     pending.erase(0, pos);
     pos = 0;
-    // Ask for the whole of a WRITE whose header has arrived.
-    size_t want = 0;
-    Request r;
-    if (pending.size() >= kRequestSize && parse_request(std::string_view(pending).substr(0, kRequestSize), &r)) {
-      const uint64_t need = kRequestSize + request_payload(r);
-      want = need > pending.size() ? static_cast<size_t>(need - pending.size()) : 0;
+    if (partial_) {
+      if (!receive_payload()) return;
+      continue;
     }
-    if (!read_more(&pending, want)) return;
+    if (skip_left_) {
+      if (!skip_payload(&pending)) return;
+      continue;
+    }
+    if (!read_more(&pending)) return;
   }
 }
 
+// The rest of partial_'s payload, received into its buffer, then submitted.
+bool Connection::receive_payload() {
+  InFlight* io = partial_;
+  const uint32_t len = io->req.length;
+  while (io->have < len) {
+    set_read_deadline();
+    const ssize_t k = io_.recv(io->buf.get() + io->have, len - io->have);
+    if (k <= 0) {
+      reason_ = k == 0 ? "client closed the connection inside a WRITE payload"
+                       : (errno == ETIMEDOUT ? timeout_reason() : "receive failed inside a WRITE payload");
+      drop_partial();
+      return false;
+    }
+    io->have += static_cast<uint32_t>(k);
+  }
+  partial_ = nullptr;
+  ReaderScope in_reader(this);
+  submit(io);
+  return true;
+}
+
+// A WRITE whose payload never came: not submitted, so not answered; it
+// stops counting as in flight, or the connection could not drain.
+void Connection::drop_partial() {
+  {
+    std::lock_guard g(mu_);
+    inflight_--;
+    inflight_bytes_ -= partial_->bytes;
+  }
+  delete partial_;
+  partial_ = nullptr;
+}
+
+// Drops what is left of a refused WRITE's payload: first what the buffer
+// holds, then from the socket, never more than the payload.
+bool Connection::skip_payload(std::string* pending) {
+  const size_t from_buf = static_cast<size_t>(std::min<uint64_t>(skip_left_, pending->size()));
+  pending->erase(0, from_buf);
+  skip_left_ -= from_buf;
+  if (!rbuf_) rbuf_.reset(new char[kReadChunk]);
+  while (skip_left_ > 0) {
+    set_read_deadline();
+    const ssize_t k = io_.recv(rbuf_.get(), static_cast<size_t>(std::min<uint64_t>(skip_left_, kReadChunk)));
+    if (k <= 0) {
+      reason_ = k == 0 ? "client closed the connection inside a WRITE payload" : "receive failed inside a WRITE payload";
+      return false;
+    }
+    skip_left_ -= static_cast<uint64_t>(k);
+  }
+  return true;
+}
+
+// A WRITE that will be served: its buffer gets the payload bytes already in
+// pending[at..]; when all are there it is submitted, else it waits in
+// partial_ for receive_payload. A buffer that cannot be had is ENOMEM, and
+// the payload is dropped.
+void Connection::begin_write(const Request& r, const std::string& pending, size_t at) {
+  const size_t avail = std::min<size_t>(pending.size() - at, r.length);
+  size_t cap = 0;
+  char* buf = pool_.get(r.length, &cap);
+  if (buf == nullptr) {
+    reply_now(r, kErrNoMem);
+    skip_left_ = r.length - avail;
+    return;
+  }
+  auto* io = new InFlight;
+  io->c = this;
+  io->req = r;
+  io->buf = {buf, PooledBuf{&pool_, cap}};
+  io->bytes = r.length;
+  std::memcpy(buf, pending.data() + at, avail);
+  io->have = static_cast<uint32_t>(avail);
+  if (io->have == r.length) {
+    submit(io);
+    return;
+  }
+  // Counted now, so the room check of the next request sees it.
+  std::lock_guard g(mu_);
+  inflight_++;
+  inflight_bytes_ += io->bytes;
+  io->counted = true;
+  partial_ = io;
+}
+
 // Takes whole requests from pending[pos..]: validates, submits or answers
-// each. Returns the new position; sets reason_ when the connection must end.
+// each. Returns the new position; sets reason_ when the connection must
+// end, partial_ or skip_left_ when a WRITE's payload is still to come
+// (its header and the payload bytes there are consumed).
 size_t Connection::take_requests(const std::string& pending, size_t pos) {
   while (pending.size() - pos >= kRequestSize) {
     Request r;
@@ -297,7 +405,6 @@ size_t Connection::take_requests(const std::string& pending, size_t pos) {
       reason_ = "WRITE payload over 32 MiB";
       return pos;
     }
-    if (pending.size() - pos < kRequestSize + payload) return pos;  // the payload is still arriving
     if (r.type == kCmdDisc) {
       reason_ = "client sent DISC";
       return pos + kRequestSize;
@@ -310,22 +417,39 @@ size_t Connection::take_requests(const std::string& pending, size_t pos) {
       room_wanted_ = has_buf ? r.length : 0;
       return pos;
     }
+    const size_t at = pos + kRequestSize;
+    const size_t in_buf = static_cast<size_t>(std::min<uint64_t>(payload, pending.size() - at));
     if (err != 0 || r.type == kCmdCache || r.type == kCmdBlockStatus) {
       answer_now(r, err);
+      skip_left_ = payload - in_buf;
+    } else if (r.type == kCmdWrite) {
+      begin_write(r, pending, at);
     } else {
-      auto* io = new InFlight;
-      io->c = this;
-      io->req = r;
-      if (has_buf) {
-        io->buf.reset(alloc_buf(r.length));
-        io->bytes = r.length;
-        if (r.type == kCmdWrite) std::memcpy(io->buf.get(), pending.data() + pos + kRequestSize, r.length);
-      }
-      submit(io);
+      start_request(r);
     }
-    pos += kRequestSize + payload;
+    pos = at + in_buf;
+    if (partial_ || skip_left_) return pos;
   }
   return pos;
+}
+
+// A READ, FLUSH, TRIM or WRITE_ZEROES that will be served.
+void Connection::start_request(const Request& r) {
+  char* buf = nullptr;
+  size_t cap = 0;
+  if (r.type == kCmdRead && (buf = pool_.get(r.length, &cap)) == nullptr) {
+    reply_now(r, kErrNoMem);
+    return;
+  }
+  auto* io = new InFlight;
+  io->c = this;
+  io->req = r;
+  if (buf) {
+    io->buf = {buf, PooledBuf{&pool_, cap}};
+    io->bytes = r.length;
+  }
+  io->flush_after = (r.flags & kCmdFlagFua) && (r.type == kCmdTrim || r.type == kCmdWriteZeroes);
+  submit(io);
 }
 
 bool Connection::has_room(uint64_t bytes) {
@@ -348,16 +472,20 @@ void Connection::wait_idle() {
 }
 
 void Connection::submit(InFlight* io) {
-  {
+  if (!io->counted) {
     std::lock_guard g(mu_);
     inflight_++;
     inflight_bytes_ += io->bytes;
+    io->counted = true;
   }
   const Request& r = io->req;
   Bio& b = io->bio;
   b.op = op_of(r.type);
-  b.flags = (r.flags & kCmdFlagFua) && b.op != ReqOp::read ? uint32_t{kBioFua} : 0u;
+  // FUA is the device's on writes only; TRIM and WRITE_ZEROES get theirs
+  // from a FLUSH after them (flush_after), FLUSH needs none.
+  b.flags = (r.flags & kCmdFlagFua) && b.op == ReqOp::write ? uint32_t{kBioFua} : 0u;
   if (b.op == ReqOp::write) b.flags |= kBioSync;
+  if (b.op == ReqOp::flush) b.flags |= kBioPreflush;
   b.sector = r.offset >> kSectorShift;
   b.size = b.op == ReqOp::flush ? 0 : r.length;
   if (io->buf) {
@@ -371,6 +499,22 @@ void Connection::submit(InFlight* io) {
   exp_->q->submit_bio(&b);
 }
 
+// The FLUSH that makes a completed TRIM or WRITE_ZEROES with FUA durable;
+// its completion answers the request. Called by whoever sends replies (not
+// from end_io, which may be the driver's hardirq context, where waiting for
+// a tag is not allowed).
+void Connection::submit_flush(InFlight* io) {
+  io->flush_next = false;
+  io->flush_after = false;
+  io->bio = Bio{};
+  io->bio.op = ReqOp::flush;
+  io->bio.flags = kBioPreflush;
+  io->bio.ioc = ioc_;
+  io->bio.end_io = &Connection::end_io;
+  io->bio.private_data = io;
+  exp_->q->submit_bio(&io->bio);
+}
+
 // A refused request (or CACHE): its reply is queued at once.
 void Connection::reply_now(const Request& r, uint32_t error) {
   auto* io = new InFlight;
@@ -380,6 +524,7 @@ void Connection::reply_now(const Request& r, uint32_t error) {
   {
     std::lock_guard g(mu_);
     inflight_++;
+    io->counted = true;
   }
   complete(io);
 }
@@ -411,6 +556,7 @@ void Connection::answer_now(const Request& r, uint32_t error) {
   {
     std::lock_guard g(mu_);
     inflight_++;
+    io->counted = true;
   }
   complete(io);
 }
@@ -450,6 +596,7 @@ std::string Connection::block_status_reply(const Request& r, uint32_t* error) co
 void Connection::end_io(Bio* bio) {
   auto* io = static_cast<InFlight*>(bio->private_data);
   io->error = nbd_error(bio->status);
+  io->flush_next = io->flush_after && io->error == 0;
   io->c->complete(io);
 }
 
@@ -479,6 +626,11 @@ void Connection::send_queued(std::unique_lock<std::mutex>& l) {
     InFlight* io = done_.front();
     done_.pop_front();
     l.unlock();
+    if (io->flush_next) {
+      submit_flush(io);  // its completion queues the reply
+      l.lock();
+      continue;
+    }
     send_reply(io);
     const uint64_t bytes = io->bytes;
     delete io;

@@ -24,6 +24,7 @@
 #include "blkmq/ioctx.h"
 #include "blkmq/device.h"
 #include "blkmq/queue.h"
+#include "nbd/buffer_pool.h"
 #include "nbd/handshake.h"
 #include "nbd/tls.h"
 
@@ -57,15 +58,26 @@ struct ConnLimits {
   uint64_t max_bytes = 64ull << 20;  // buffers of requests in flight (one request may exceed it alone)
   // A reply the client does not take within this long ends the connection
   // (its other replies are dropped), so a client that stops reading cannot
-  // hold a server thread, or a server stop, forever.
+  // hold a server thread, or a server stop, forever. Each wait for the
+  // socket to take more bytes counts from zero: a slow but steady reader is
+  // served.
   unsigned send_timeout_ms = 30000;
   // Bounds the TLS handshake after STARTTLS, so a client that stalls in it
   // cannot hold the connection's thread.
   unsigned tls_handshake_timeout_ms = 10000;
-  // The whole handshake, greeting to GO, must finish within this long (0 =
-  // no limit), so clients that connect and stall cannot hold every
-  // connection slot (max_connections) and lock the others out.
+  // The whole handshake, greeting to GO, bytes in and out, must finish
+  // within this long (0 = no limit), so clients that connect and stall, or
+  // that send options and never read the replies, cannot hold connection
+  // slots and lock the others out.
   unsigned handshake_timeout_ms = 10000;
+  // Transmission: a connection with no request in flight that receives
+  // nothing for this long is ended (0 = never, the default, as nbdkit's).
+  unsigned idle_timeout_ms = 0;
+  // After stop(): requests that still arrive are answered ESHUTDOWN (the
+  // spec's soft disconnect) for up to this long, or until the client
+  // disconnects; then the connection ends, and so does any send still
+  // waiting for a client that does not read.
+  unsigned shutdown_grace_ms = 1000;
 };
 
 class Connection {
@@ -85,8 +97,11 @@ class Connection {
   // completed (and its reply was sent, if the socket still takes it) when it
   // returns. Blocking; call once, on the connection's own thread.
   void run();
-  // Any thread: stop reading new requests; in-flight ones finish and are
-  // answered. Safe before, during or after run().
+  // Any thread: the server is going away. New requests are answered
+  // ESHUTDOWN for ConnLimits::shutdown_grace_ms (or until the client
+  // leaves); requests in flight finish and are answered while the client
+  // reads; no wait of the connection outlasts the grace period. Safe
+  // before, during or after run(), and more than once.
   void stop();
 
   // What ended the connection (for the server's log), valid after run().
@@ -100,6 +115,9 @@ class Connection {
   void transmission();
   size_t take_requests(const std::string& pending, size_t pos);
   void submit(InFlight* io);
+  void submit_flush(InFlight* io);
+  void start_request(const Request& r);
+  std::string timeout_reason() const;
   void reply_now(const Request& r, uint32_t error);
   uint32_t refuse_slow_zero(const Request& r) const;
   void answer_now(const Request& r, uint32_t error);
@@ -115,7 +133,12 @@ class Connection {
   void send_read_reply(InFlight* io);
   bool send_all(const std::string& s);
   bool send_all(const char* p, size_t n);
-  bool read_more(std::string* pending, size_t want);
+  bool read_more(std::string* pending);
+  bool receive_payload();
+  void drop_partial();
+  bool skip_payload(std::string* pending);
+  void begin_write(const Request& r, const std::string& pending, size_t at);
+  void set_read_deadline();
   bool has_room(uint64_t bytes);
   void wait_for_room(uint64_t bytes);
   void wait_idle();
@@ -125,6 +148,7 @@ class Connection {
   const std::vector<Export>& exports_;
   const ConnLimits lim_;
   const TlsCredentials* const tls_;
+  BufferPool pool_;                  // payload buffers; outlives every InFlight (they end before run() returns)
   Transport io_;                     // the socket, or the TLS session on it after STARTTLS
   Handshake hs_;
   const Export* exp_ = nullptr;
@@ -133,6 +157,9 @@ class Connection {
   std::string reason_;
   std::unique_ptr<char[]> rbuf_;     // the reader's receive buffer (kReadChunk bytes)
   std::string leftover_;             // bytes read past the handshake: the first requests
+  InFlight* partial_ = nullptr;      // reader: a WRITE whose payload is still arriving (straight into its buffer)
+  uint64_t skip_left_ = 0;           // reader: payload bytes of a refused WRITE still to drop
+  int64_t hs_deadline_ns_ = 0;       // the handshake's end (steady ns; 0 = none)
   uint64_t room_wanted_ = 0;         // reader: the request that did not fit waits for this many bytes
   bool need_room_ = false;
   std::atomic<bool> stopping_{false};

@@ -1,11 +1,16 @@
 #include "nbd/tls.h"
 
 #include <gnutls/gnutls.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <algorithm>
 #include <fstream>
 
 namespace blkmq::nbd {
@@ -100,8 +105,19 @@ Status TlsCredentials::load_psk(const std::string& file) {
   return Status::ok();
 }
 
+Transport::Transport(int fd, unsigned send_timeout_ms)
+    : fd_(fd), send_timeout_ms_(send_timeout_ms), wake_fd_(::eventfd(0, EFD_CLOEXEC)) {}
+
 Transport::~Transport() {
   if (session_) gnutls_deinit(session_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void Transport::stop_after(int64_t deadline_ns) {
+  int64_t cur = 0;
+  stop_ns_.compare_exchange_strong(cur, deadline_ns);
+  const uint64_t one = 1;
+  if (wake_fd_ >= 0) [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
 }
 
 namespace {
@@ -140,15 +156,28 @@ Status Transport::start_tls(const TlsCredentials& creds, unsigned timeout_ms) {
     gnutls_deinit(s);
     return tls_error("TLS session setup", rc);
   }
-  gnutls_transport_set_int(s, fd_);
-  // The default transport's pull-timeout function makes this a bound on the
-  // whole handshake: a client that stalls cannot hold the reader.
-  gnutls_handshake_set_timeout(s, timeout_ms);
-  do {
+  // Our own non-blocking push and pull: the handshake waits in wait_for,
+  // bounded by its timeout and the NBD handshake's deadline, and so does
+  // every record afterwards.
+  gnutls_transport_set_ptr(s, this);
+  gnutls_transport_set_push_function(s, &Transport::push);
+  gnutls_transport_set_pull_function(s, &Transport::pull);
+  gnutls_transport_set_pull_timeout_function(s, &Transport::pull_timeout);
+  const int64_t limit = timeout_ms ? now_ns() + int64_t{timeout_ms} * 1000000 : 0;
+  const int64_t outer = deadline_ns_.load(std::memory_order_relaxed);
+  set_deadline(outer && (!limit || outer < limit) ? outer : limit);
+  bool timed_out = false;
+  for (;;) {
     rc = gnutls_handshake(s);
-  } while (rc < 0 && gnutls_error_is_fatal(rc) == 0);
-  if (rc < 0) {
-    std::string msg = handshake_error(s, rc);
+    if (rc >= 0 || gnutls_error_is_fatal(rc) != 0) break;
+    if (rc == GNUTLS_E_AGAIN && !wait_for(gnutls_record_get_direction(s) ? POLLOUT : POLLIN, 0)) {
+      timed_out = true;
+      break;
+    }
+  }
+  set_deadline(outer);
+  if (timed_out || rc < 0) {
+    std::string msg = timed_out ? std::string("TLS handshake timed out") : handshake_error(s, rc);
     gnutls_deinit(s);
     return Status::invalid(std::move(msg));
   }
@@ -156,60 +185,135 @@ Status Transport::start_tls(const TlsCredentials& creds, unsigned timeout_ms) {
   return Status::ok();
 }
 
-ssize_t Transport::send(const char* p, size_t n) {
-  if (!session_) {
-    ssize_t k;
-    do {
-      k = ::send(fd_, p, n, MSG_NOSIGNAL);
-    } while (k < 0 && errno == EINTR);
-    return k > 0 ? k : -1;
+int64_t Transport::now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool Transport::wait_for(short events, unsigned timeout_ms) {
+  const int64_t start = now_ns();
+  for (;;) {
+    const int64_t stop = stop_ns_.load();
+    int64_t deadline = deadline_ns_.load(std::memory_order_relaxed);
+    if (stop && (!deadline || stop < deadline)) deadline = stop;
+    if (timeout_ms) {
+      const int64_t t = start + int64_t{timeout_ms} * 1000000;
+      if (!deadline || t < deadline) deadline = t;
+    }
+    int wait_ms = -1;
+    if (deadline) {
+      const int64_t left = deadline - now_ns();
+      if (left <= 0) return false;
+      wait_ms = static_cast<int>(std::min<int64_t>((left + 999999) / 1000000, 1 << 30));
+    }
+    pollfd pfd[2] = {{fd_, events, 0}, {wake_fd_, POLLIN, 0}};
+    const int r = ::poll(pfd, stop || wake_fd_ < 0 ? 1 : 2, wait_ms);
+    if (r < 0 && errno != EINTR) return true;  // let the call itself fail with the error
+    if (r > 0 && pfd[0].revents) return true;  // ready, or an error / hang-up the next call reports
+    // Timed out (checked against the clock above), interrupted, or woken by
+    // stop_after: look at the deadlines again.
   }
-  ssize_t k;
-  do {
-    k = gnutls_record_send(session_, p, n);
-  } while (k == GNUTLS_E_INTERRUPTED);
-  // GNUTLS_E_AGAIN here means SO_SNDTIMEO ran out: the client stopped
-  // reading, and the connection ends as it does without TLS.
-  return k > 0 ? k : -1;
+}
+
+ssize_t Transport::push(void* self, const void* p, size_t n) {
+  auto* t = static_cast<Transport*>(self);
+  return ::send(t->fd_, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+ssize_t Transport::pull(void* self, void* p, size_t n) {
+  auto* t = static_cast<Transport*>(self);
+  return ::recv(t->fd_, p, n, MSG_DONTWAIT);
+}
+
+// GnuTLS asks this only where it must know whether a record is waiting
+// (its default would take our pointer for a descriptor).
+int Transport::pull_timeout(void* self, unsigned ms) {
+  auto* t = static_cast<Transport*>(self);
+  pollfd pfd{t->fd_, POLLIN, 0};
+  const int wait = ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : static_cast<int>(ms);
+  return ::poll(&pfd, 1, wait);
+}
+
+ssize_t Transport::plain_send(const char* p, size_t n) {
+  for (;;) {
+    const ssize_t k = ::send(fd_, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k > 0) return k;
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_for(POLLOUT, send_timeout_ms_)) continue;
+    return -1;
+  }
+}
+
+ssize_t Transport::plain_recv(char* p, size_t n) {
+  for (;;) {
+    const ssize_t k = ::recv(fd_, p, n, MSG_DONTWAIT);
+    if (k >= 0) return k;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      recv_error_ = std::strerror(errno);
+      return -1;
+    }
+    if (!wait_for(POLLIN, 0)) {
+      recv_error_ = "timed out";
+      errno = ETIMEDOUT;
+      return -1;
+    }
+  }
+}
+
+ssize_t Transport::send(const char* p, size_t n) {
+  if (!session_) return plain_send(p, n);
+  for (;;) {
+    ssize_t k;
+    {
+      std::lock_guard g(session_mu_);
+      k = gnutls_record_send(session_, p, n);
+    }
+    if (k > 0) return k;
+    if (k == GNUTLS_E_INTERRUPTED) continue;
+    // AGAIN: the socket took part of the record; GnuTLS keeps the rest and
+    // sends it when called again with the same arguments.
+    if (k == GNUTLS_E_AGAIN && wait_for(POLLOUT, send_timeout_ms_)) continue;
+    return -1;
+  }
 }
 
 ssize_t Transport::recv(char* p, size_t n) {
-  if (!session_) {
+  if (!session_) return plain_recv(p, n);
+  for (;;) {
     ssize_t k;
-    do {
-      k = ::recv(fd_, p, n, 0);
-    } while (k < 0 && errno == EINTR);
-    return k;
-  }
-  // Blocking: gnutls_record_recv returns the decrypted bytes it holds
-  // (gnutls_record_check_pending) before it reads the socket again, so the
-  // reader never waits on the socket with data pending. AGAIN on a blocking
-  // socket without a receive timeout means a record that carried no data
-  // (a TLS 1.3 key update): read on. With a receive timeout it is the
-  // timeout.
-  ssize_t k;
-  do {
-    k = gnutls_record_recv(session_, p, n);
-  } while (k == GNUTLS_E_INTERRUPTED || (k == GNUTLS_E_AGAIN && !recv_timeout_));
-  if (k == GNUTLS_E_AGAIN) {
-    recv_error_ = "receive timed out";
-    errno = EAGAIN;
-    return -1;
-  }
-  if (k == GNUTLS_E_PREMATURE_TERMINATION) return 0;  // EOF without close_notify: the peer, or stop()
-  if (k < 0) {
+    {
+      std::lock_guard g(session_mu_);
+      k = gnutls_record_recv(session_, p, n);
+    }
+    if (k >= 0) return k;
+    if (k == GNUTLS_E_INTERRUPTED) continue;
+    if (k == GNUTLS_E_AGAIN) {
+      // The socket is empty, or the record read carried no data (a key
+      // update, a session ticket): wait for the next one.
+      if (wait_for(POLLIN, 0)) continue;
+      recv_error_ = "timed out";
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    if (k == GNUTLS_E_PREMATURE_TERMINATION) return 0;  // EOF without close_notify: the peer, or stop()
     recv_error_ = gnutls_strerror(static_cast<int>(k));
     return -1;
   }
-  return k;
 }
 
 void Transport::bye() {
   if (!session_) return;
-  int rc;
-  do {
-    rc = gnutls_bye(session_, GNUTLS_SHUT_WR);
-  } while (rc == GNUTLS_E_INTERRUPTED);
+  for (;;) {
+    int rc;
+    {
+      std::lock_guard g(session_mu_);
+      rc = gnutls_bye(session_, GNUTLS_SHUT_WR);
+    }
+    if (rc == GNUTLS_E_INTERRUPTED) continue;
+    if (rc == GNUTLS_E_AGAIN && wait_for(POLLOUT, send_timeout_ms_)) continue;
+    return;
+  }
 }
 
 }  // namespace blkmq::nbd

@@ -9,8 +9,11 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "blkmq/status.h"
@@ -66,51 +69,75 @@ class TlsCredentials {
 // One connection's byte stream. Plain until start_tls() succeeds, then
 // every byte goes through the TLS session.
 //
-// Threads: the connection's reader calls recv() (and start_tls(), bye());
-// its writer calls send() (the reader too, during the handshake, while the
-// writer has nothing to send). GnuTLS allows one thread in
-// gnutls_record_recv and another in gnutls_record_send on one session at
-// the same time, as long as no rehandshake happens (the server never asks
-// for one, and one a client asks for ends its connection): the reader and
-// writer rely on that.
-// (A TLS 1.3 KeyUpdate that asks for the peer's would make recv send too;
-// libnbd and qemu send none.)
+// Threads: the connection's reader calls recv() (and start_tls(), bye(),
+// set_deadline()); its writer calls send() (the reader too, during the
+// handshake). Waits for the socket are poll()s outside any lock; the socket
+// itself is only ever read and written with MSG_DONTWAIT. Under TLS every
+// call into the session (gnutls_record_recv, gnutls_record_send) holds one
+// mutex, so a record the reader's receive must answer (a TLS 1.3 KeyUpdate
+// that asks for ours) is never sent while the writer sends: GnuTLS allows a
+// reader and a writer at once only while neither side's receive writes.
+// No call into the session blocks on the socket, so the mutex is held for
+// the cost of one record's crypto, never for a slow peer.
 class Transport {
  public:
-  explicit Transport(int fd) : fd_(fd) {}  // does not own fd
+  // Does not own fd. A send waits at most `send_timeout_ms` for the socket
+  // to take more bytes (0: forever): a client that stops reading fails it.
+  Transport(int fd, unsigned send_timeout_ms);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
   // Reader: runs the server side of a TLS handshake on the socket, bounded
-  // by `timeout_ms`. On failure the stream is unusable and the error says
-  // why (the GnuTLS error, and for a refused client certificate, what was
-  // wrong with it).
+  // by `timeout_ms` and by the deadline. On failure the stream is unusable
+  // and the error says why (the GnuTLS error, and for a refused client
+  // certificate, what was wrong with it).
   Status start_tls(const TlsCredentials& creds, unsigned timeout_ms);
-  // Sends some of p[0..n): the bytes sent (> 0), or -1 on an error or when
-  // the socket's SO_SNDTIMEO ran out.
+  // Sends some of p[0..n): the bytes sent (> 0), or -1 on an error, when the
+  // send timeout or the deadline ran out, or after abort().
   ssize_t send(const char* p, size_t n);
-  // Receives up to n bytes, blocking until at least one is there: the bytes
-  // received, 0 on EOF (a shutdown(SHUT_RD) included), -1 on an error.
-  // Under TLS, decrypted bytes GnuTLS already holds come first, without
-  // waiting on the socket.
+  // Receives up to n bytes, waiting until at least one is there (or until
+  // the deadline): the bytes received, 0 on EOF (a shutdown(SHUT_RD)
+  // included), -1 on an error or an expired deadline (errno ETIMEDOUT).
+  // Records that carry no data (a KeyUpdate) are taken and waited past.
   ssize_t recv(char* p, size_t n);
-  // Reader, at the end: close_notify, best effort (bounded by SO_SNDTIMEO).
+  // Reader, at the end: close_notify, best effort (bounded by the send timeout).
   void bye();
 
+  // Bounds every later wait, in both directions, by `deadline_ns` on the
+  // steady clock (0: no deadline): the NBD handshake's whole-handshake
+  // limit, or the transmission idle timeout. Reader thread.
+  void set_deadline(int64_t deadline_ns) { deadline_ns_.store(deadline_ns, std::memory_order_relaxed); }
+
+  // Any thread: from now on every wait, in both directions, ends by
+  // `deadline_ns` at the latest, and waits under way are woken to see it.
+  // The server's stop: no slow or silent client can hold it longer.
+  void stop_after(int64_t deadline_ns);
+
   bool tls() const { return session_ != nullptr; }
-  // The socket has a receive timeout (SO_RCVTIMEO, during the NBD
-  // handshake): a TLS receive that runs out then fails with errno EAGAIN
-  // instead of reading on.
-  void set_recv_timeout(bool on) { recv_timeout_ = on; }
-  // Reader: why the last recv() under TLS failed (send errors need no
-  // words: the client is gone or stopped reading).
+  // Reader: why the last recv() failed (send errors need no words: the
+  // client is gone or stopped reading).
   const std::string& recv_error() const { return recv_error_; }
+  // The socket's steady-clock now, in ns (what set_deadline takes).
+  static int64_t now_ns();
 
  private:
+  // Waits for `events` on the socket up to `timeout_ms` (0: no limit) and
+  // the deadline; false when either ran out.
+  bool wait_for(short events, unsigned timeout_ms);
+  ssize_t plain_send(const char* p, size_t n);
+  ssize_t plain_recv(char* p, size_t n);
+  static ssize_t push(void* self, const void* p, size_t n);
+  static ssize_t pull(void* self, void* p, size_t n);
+  static int pull_timeout(void* self, unsigned ms);
+
   const int fd_;
+  const unsigned send_timeout_ms_;
+  std::atomic<int64_t> deadline_ns_{0};
+  std::atomic<int64_t> stop_ns_{0};
+  int wake_fd_ = -1;       // eventfd: stop_after wakes the waits (never drained: waits then leave it out)
   gnutls_session_int* session_ = nullptr;
-  bool recv_timeout_ = false;
+  std::mutex session_mu_;  // every gnutls_record_* call after the handshake
   std::string recv_error_;
 };
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -24,7 +25,9 @@ namespace blkmq::nbd::regress {
 // `dev` as the default export (no name) until destruction.
 class Served {
  public:
-  Served(std::unique_ptr<Device> dev, ServerConfig sc, uint32_t min_block = 1) : dev_(std::move(dev)) {
+  // tx_extra: transmission flags offered beyond FLUSH and FUA (kTxSendTrim...).
+  Served(std::unique_ptr<Device> dev, ServerConfig sc, uint32_t min_block = 1, uint16_t tx_extra = 0)
+      : dev_(std::move(dev)) {
     static int counter = 0;
     sc.socket_path = testing::TempDir() + "blkmq_regress_" + std::to_string(getpid()) + "_" +
                      std::to_string(counter++) + ".sock";
@@ -32,9 +35,9 @@ class Served {
     ExportDef e;
     e.size = dev_->size_bytes();
     e.min_block = min_block;
-    e.tx_flags = kTxSendFlush | kTxSendFua;
+    e.tx_flags = kTxSendFlush | kTxSendFua | tx_extra;
     hs_.exports = {e};
-    exports_ = {{e, &dev_->queue()}};
+    exports_ = {{e, &dev_->queue(), dev_.get()}};
     auto s = Server::listen(sc, hs_, exports_);
     EXPECT_TRUE(s.is_ok()) << s.status().message();
     if (!s.is_ok()) return;
@@ -47,6 +50,8 @@ class Served {
     thread_.join();
   }
   const std::string& path() const { return path_; }
+  Device& device() { return *dev_; }
+  Server& server() { return *server_; }
 
  private:
   std::unique_ptr<Device> dev_;
@@ -87,7 +92,7 @@ inline std::string read_n(int fd, size_t n) {
   return s;
 }
 
-inline bool send_all(int fd, const std::string& s) {
+inline bool send_all(int fd, std::string_view s) {
   for (size_t done = 0; done < s.size();) {
     const ssize_t k = ::send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL);
     if (k < 0 && errno == EINTR) continue;
@@ -121,8 +126,8 @@ inline bool go(int fd) {
 // Sends one request (and its payload) and reads the simple reply's error;
 // ~0u if no well-formed reply came. A successful READ's data goes to *data.
 inline uint32_t request(int fd, uint16_t type, uint64_t off, uint32_t len, const std::string& payload = {},
-                        std::string* data = nullptr) {
-  if (!send_all(fd, encode_request(Request{0, type, 1, off, len}) + payload)) return ~0u;
+                        std::string* data = nullptr, uint16_t flags = 0) {
+  if (!send_all(fd, encode_request(Request{flags, type, 1, off, len}) + payload)) return ~0u;
   const std::string h = read_n(fd, kSimpleReplySize);
   if (h.size() != kSimpleReplySize || get32(h.data()) != kSimpleReplyMagic) return ~0u;
   const uint32_t err = get32(h.data() + 4);
