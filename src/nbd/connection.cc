@@ -11,9 +11,11 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <utility>
 
 #include "blkmq/plug.h"
 #include "blkmq/status.h"
+#include "nbd/unaligned.h"
 #include "nbd/wire.h"
 
 namespace blkmq::nbd {
@@ -46,6 +48,8 @@ struct Connection::InFlight {
   bool flush_after = false;
   bool flush_next = false;
   bool counted = false;         // in inflight_ / inflight_bytes_
+  bool gated = false;           // a write let in by the WriteGate, not yet out
+  bool unaligned = false;       // served by unaligned.h, not by one bio
 };
 
 namespace {
@@ -105,6 +109,7 @@ Connection::Connection(int fd, const HandshakeConfig& cfg, const std::vector<Exp
 Connection::~Connection() {
   if (fd_ >= 0) ::close(fd_);
   release_io_context(ioc_);  // run() returned only after every request completed
+  WriteGate::release(gate_);
 }
 
 void Connection::stop() {
@@ -232,7 +237,11 @@ bool Connection::handshake() {
   exp_ = &exports_[static_cast<size_t>(hs_.selected() - cfg_.exports.data())];
   ioc_->weight = exp_->weight;
   xlim_.size = exp_->def.size;
-  xlim_.min_block = exp_->def.min_block;
+  // A client that did not agree to the advertised minimum may send any
+  // byte range; what is not on whole device blocks is served by RMW.
+  xlim_.min_block = hs_.block_size_agreed() ? exp_->def.min_block : 1;
+  block_ = exp_->q->limits().logical_block_size;
+  gate_ = WriteGate::acquire(exp_->q);
   xlim_.max_payload = exp_->def.max_block;
   xlim_.read_only = exp_->def.tx_flags & kTxReadOnly;
   xlim_.structured = hs_.structured();
@@ -289,8 +298,18 @@ void Connection::transmission() {
       wait_for_room(room_wanted_);
       continue;
     }
+    if (need_gate_) {
+      need_gate_ = false;
+      gate_->wait_open();
+      continue;
+    }
     pending.erase(0, pos);
     pos = 0;
+    if (unaligned_) {
+      InFlight* io = std::exchange(unaligned_, nullptr);
+      run_unaligned(io);
+      continue;
+    }
     if (partial_) {
       if (!receive_payload()) return;
       continue;
@@ -319,9 +338,41 @@ bool Connection::receive_payload() {
     io->have += static_cast<uint32_t>(k);
   }
   partial_ = nullptr;
+  if (io->unaligned) {
+    run_unaligned(io);
+    return true;
+  }
+  enter_gate(io);
   ReaderScope in_reader(this);
   submit(io);
   return true;
+}
+
+// Outside the plug: waits while an RMW holds the queue's writes.
+void Connection::enter_gate(InFlight* io) {
+  while (!gate_->try_enter()) gate_->wait_open();
+  io->gated = true;
+}
+
+// A byte-granular request, synchronously on the reader (nothing plugged):
+// its reply is queued as any other. Writes run with the queue's writes
+// drained and held back (WriteGate), so the read-modify-write of a shared
+// block cannot lose another write to it.
+void Connection::run_unaligned(InFlight* io) {
+  const Request& r = io->req;
+  const UnalignedOp op{exp_->q, ioc_, block_, r.offset, r.length, (r.flags & kCmdFlagFua) != 0};
+  BlkStatus st;
+  if (r.type == kCmdRead) {
+    st = unaligned_read(op, io->buf.get());
+  } else {
+    gate_->begin_rmw();
+    st = r.type == kCmdWrite ? unaligned_write(op, io->buf.get())
+         : r.type == kCmdTrim ? unaligned_trim(op)
+                              : unaligned_zero(op);
+    gate_->end_rmw();
+  }
+  io->error = nbd_error(st);
+  complete(io);
 }
 
 // A WRITE whose payload never came: not submitted, so not answered; it
@@ -364,6 +415,8 @@ void Connection::begin_write(const Request& r, const std::string& pending, size_
   size_t cap = 0;
   char* buf = pool_.get(r.length, &cap);
   if (buf == nullptr) {
+    // take_requests let a whole aligned WRITE through the gate.
+    if (avail == r.length && !is_unaligned(r.offset, r.length, block_)) gate_->exit();
     reply_now(r, kErrNoMem);
     skip_left_ = r.length - avail;
     return;
@@ -375,16 +428,27 @@ void Connection::begin_write(const Request& r, const std::string& pending, size_
   io->bytes = r.length;
   std::memcpy(buf, pending.data() + at, avail);
   io->have = static_cast<uint32_t>(avail);
+  io->unaligned = is_unaligned(r.offset, r.length, block_);
   if (io->have == r.length) {
+    if (io->unaligned) {
+      count(io);
+      unaligned_ = io;
+      return;
+    }
+    io->gated = true;  // take_requests let it in
     submit(io);
     return;
   }
   // Counted now, so the room check of the next request sees it.
+  count(io);
+  partial_ = io;
+}
+
+void Connection::count(InFlight* io) {
   std::lock_guard g(mu_);
   inflight_++;
   inflight_bytes_ += io->bytes;
   io->counted = true;
-  partial_ = io;
 }
 
 // Takes whole requests from pending[pos..]: validates, submits or answers
@@ -419,6 +483,14 @@ size_t Connection::take_requests(const std::string& pending, size_t pos) {
     }
     const size_t at = pos + kRequestSize;
     const size_t in_buf = static_cast<size_t>(std::min<uint64_t>(payload, pending.size() - at));
+    // A write submitted now passes the gate now (one that waits for its
+    // payload passes it later, outside the plug); one that cannot leaves
+    // the plug to be flushed first.
+    const bool writes = err == 0 && (r.type == kCmdWrite || r.type == kCmdTrim || r.type == kCmdWriteZeroes);
+    if (writes && in_buf == payload && !is_unaligned(r.offset, r.length, block_) && !gate_->try_enter()) {
+      need_gate_ = true;
+      return pos;
+    }
     if (err != 0 || r.type == kCmdCache || r.type == kCmdBlockStatus) {
       answer_now(r, err);
       skip_left_ = payload - in_buf;
@@ -428,7 +500,7 @@ size_t Connection::take_requests(const std::string& pending, size_t pos) {
       start_request(r);
     }
     pos = at + in_buf;
-    if (partial_ || skip_left_) return pos;
+    if (partial_ || skip_left_ || unaligned_) return pos;
   }
   return pos;
 }
@@ -449,6 +521,13 @@ void Connection::start_request(const Request& r) {
     io->bytes = r.length;
   }
   io->flush_after = (r.flags & kCmdFlagFua) && (r.type == kCmdTrim || r.type == kCmdWriteZeroes);
+  if (r.type != kCmdFlush && is_unaligned(r.offset, r.length, block_)) {
+    io->unaligned = true;
+    count(io);
+    unaligned_ = io;
+    return;
+  }
+  io->gated = r.type != kCmdRead && r.type != kCmdFlush;  // take_requests let it in
   submit(io);
 }
 
@@ -597,6 +676,10 @@ void Connection::end_io(Bio* bio) {
   auto* io = static_cast<InFlight*>(bio->private_data);
   io->error = nbd_error(bio->status);
   io->flush_next = io->flush_after && io->error == 0;
+  if (io->gated) {  // the op is done: a FLUSH after it changes no data
+    io->gated = false;
+    io->c->gate_->exit();
+  }
   io->c->complete(io);
 }
 

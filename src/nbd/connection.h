@@ -27,6 +27,7 @@
 #include "nbd/buffer_pool.h"
 #include "nbd/handshake.h"
 #include "nbd/tls.h"
+#include "nbd/write_gate.h"
 
 namespace blkmq::nbd {
 
@@ -136,6 +137,9 @@ class Connection {
   bool read_more(std::string* pending);
   bool receive_payload();
   void drop_partial();
+  void run_unaligned(InFlight* io);
+  void enter_gate(InFlight* io);
+  void count(InFlight* io);
   bool skip_payload(std::string* pending);
   void begin_write(const Request& r, const std::string& pending, size_t at);
   void set_read_deadline();
@@ -158,6 +162,10 @@ class Connection {
   std::unique_ptr<char[]> rbuf_;     // the reader's receive buffer (kReadChunk bytes)
   std::string leftover_;             // bytes read past the handshake: the first requests
   InFlight* partial_ = nullptr;      // reader: a WRITE whose payload is still arriving (straight into its buffer)
+  InFlight* unaligned_ = nullptr;    // reader: a byte-granular request, served outside the plug (unaligned.h)
+  WriteGate* gate_ = nullptr;        // orders RMWs against every write to the queue
+  uint32_t block_ = 512;             // the device's logical block size: what is aligned
+  bool need_gate_ = false;           // reader: a write waits for an RMW to end
   uint64_t skip_left_ = 0;           // reader: payload bytes of a refused WRITE still to drop
   int64_t hs_deadline_ns_ = 0;       // the handshake's end (steady ns; 0 = none)
   uint64_t room_wanted_ = 0;         // reader: the request that did not fit waits for this many bytes

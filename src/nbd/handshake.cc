@@ -195,6 +195,7 @@ void Handshake::info_or_go(uint32_t opt, std::string_view data, std::string* out
   }
   option_reply(out, opt, kRepAck);
   if (opt == kOptGo) {
+    block_size_agreed_ = std::find(asked.begin(), asked.end(), uint16_t{kInfoBlockSize}) != asked.end();
     selected_ = e;
     sent_flags_ = flags;
     state_ = State::transmission;

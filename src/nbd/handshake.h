@@ -76,6 +76,10 @@ class Handshake {
   bool structured() const { return structured_; }
   bool no_zeroes() const { return no_zeroes_; }
   bool tls_active() const { return tls_active_; }
+  // The client asked for NBD_INFO_BLOCK_SIZE in its GO, and so agreed to
+  // the advertised minimum; otherwise (EXPORT_NAME, or GO without it) the
+  // spec has the server accept a minimum block size of 1.
+  bool block_size_agreed() const { return block_size_agreed_; }
   // base:allocation was set for the export that was selected.
   bool base_allocation() const { return meta_set_ && selected_ && meta_export_ == selected_->name; }
 
@@ -97,6 +101,7 @@ class Handshake {
   bool no_zeroes_ = false;
   bool tls_active_ = false;
   bool structured_ = false;
+  bool block_size_agreed_ = false;
   bool meta_set_ = false;
   std::string meta_export_;
   const ExportDef* selected_ = nullptr;

@@ -27,7 +27,7 @@ using test::Served;
 TEST(NbdServer, WriteReadBackAndTheSpecsErrors) {
   Served srv;
   RawClient c(srv.path());
-  ASSERT_TRUE(c.go("disk"));
+  ASSERT_TRUE(c.go("disk", true));  // agrees to the advertised 512-byte minimum
   const std::string data(4096, 'q');
   c.request(kCmdWrite, 1, 8192, 4096, data);
   uint64_t cookie = 0;
@@ -42,7 +42,7 @@ TEST(NbdServer, WriteReadBackAndTheSpecsErrors) {
   EXPECT_EQ(c.reply(&cookie), kErrInval);
   c.request(kCmdWrite, 4, (64ull << 20) - 512, 1024, std::string(1024, 'x'));  // write past the end
   EXPECT_EQ(c.reply(&cookie), kErrNoSpc);
-  c.request(kCmdRead, 5, 100, 512);  // unaligned
+  c.request(kCmdRead, 5, 100, 512);  // unaligned, from a client that agreed to 512
   EXPECT_EQ(c.reply(&cookie), kErrInval);
   c.request(42, 6, 0, 512);  // unknown command
   EXPECT_EQ(c.reply(&cookie), kErrInval);

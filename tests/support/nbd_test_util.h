@@ -185,9 +185,12 @@ class RawClient {
     send(test::client_flags(kClientFixedNewstyle | kClientNoZeroes));
     return true;
   }
-  bool go(const std::string& name) {
+  // GO; with `block_size` the client asks for NBD_INFO_BLOCK_SIZE and so
+  // agrees to the advertised minimum (without it, the server takes any
+  // byte range).
+  bool go(const std::string& name, bool block_size = false) {
     if (!greet()) return false;
-    send(test::option(kOptGo, test::go_data(name)));
+    send(test::option(kOptGo, block_size ? test::go_data(name, {kInfoBlockSize}) : test::go_data(name)));
     for (;;) {  // replies until ACK or an error
       const OptReply r = option_reply();
       if (r.type == kRepAck) return true;
