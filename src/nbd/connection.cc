@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -256,7 +257,14 @@ bool Connection::handshake() {
 }
 
 void Connection::run() {
-  std::thread w([this] { writer(); });
+  std::thread w;
+  try {
+    w = std::thread([this] { writer(); });
+  } catch (const std::system_error& e) {  // out of threads: this client is refused, the others go on
+    reason_ = std::string("cannot start the connection's writer thread: ") + e.what();
+    ::shutdown(fd_, SHUT_RDWR);
+    return;
+  }
   if (handshake()) transmission();
   wait_idle();
   {
@@ -301,6 +309,13 @@ void Connection::transmission() {
     if (need_gate_) {
       need_gate_ = false;
       gate_->wait_open();
+      continue;
+    }
+    if (need_budget_) {
+      // Wait until the bytes fit, give them back and take the request
+      // again: take_requests takes them with it.
+      need_budget_ = false;
+      if (lim_.budget->take(room_wanted_, [this] { return stopping_.load(); })) lim_.budget->give(room_wanted_);
       continue;
     }
     pending.erase(0, pos);
@@ -383,6 +398,7 @@ void Connection::drop_partial() {
     inflight_--;
     inflight_bytes_ -= partial_->bytes;
   }
+  if (lim_.budget) lim_.budget->give(partial_->bytes);
   delete partial_;
   partial_ = nullptr;
 }
@@ -417,6 +433,7 @@ void Connection::begin_write(const Request& r, const std::string& pending, size_
   if (buf == nullptr) {
     // take_requests let a whole aligned WRITE through the gate.
     if (avail == r.length && !is_unaligned(r.offset, r.length, block_)) gate_->exit();
+    if (lim_.budget) lim_.budget->give(r.length);
     reply_now(r, kErrNoMem);
     skip_left_ = r.length - avail;
     return;
@@ -481,6 +498,11 @@ size_t Connection::take_requests(const std::string& pending, size_t pos) {
       room_wanted_ = has_buf ? r.length : 0;
       return pos;
     }
+    if (has_buf && lim_.budget && !lim_.budget->try_take(r.length)) {
+      need_budget_ = true;  // flush the plug, then wait
+      room_wanted_ = r.length;
+      return pos;
+    }
     const size_t at = pos + kRequestSize;
     const size_t in_buf = static_cast<size_t>(std::min<uint64_t>(payload, pending.size() - at));
     // A write submitted now passes the gate now (one that waits for its
@@ -510,6 +532,7 @@ void Connection::start_request(const Request& r) {
   char* buf = nullptr;
   size_t cap = 0;
   if (r.type == kCmdRead && (buf = pool_.get(r.length, &cap)) == nullptr) {
+    if (lim_.budget) lim_.budget->give(r.length);
     reply_now(r, kErrNoMem);
     return;
   }
@@ -717,6 +740,7 @@ void Connection::send_queued(std::unique_lock<std::mutex>& l) {
     send_reply(io);
     const uint64_t bytes = io->bytes;
     delete io;
+    if (lim_.budget) lim_.budget->give(bytes);
     l.lock();
     inflight_--;
     inflight_bytes_ -= bytes;

@@ -25,6 +25,7 @@
 #include "blkmq/device.h"
 #include "blkmq/queue.h"
 #include "nbd/buffer_pool.h"
+#include "nbd/byte_budget.h"
 #include "nbd/handshake.h"
 #include "nbd/tls.h"
 #include "nbd/write_gate.h"
@@ -79,6 +80,9 @@ struct ConnLimits {
   // disconnects; then the connection ends, and so does any send still
   // waiting for a client that does not read.
   unsigned shutdown_grace_ms = 1000;
+  // The server-wide bound on payload bytes in flight, shared by every
+  // connection (Server sets it; null: only max_bytes applies).
+  ByteBudget* budget = nullptr;
 };
 
 class Connection {
@@ -166,6 +170,7 @@ class Connection {
   WriteGate* gate_ = nullptr;        // orders RMWs against every write to the queue
   uint32_t block_ = 512;             // the device's logical block size: what is aligned
   bool need_gate_ = false;           // reader: a write waits for an RMW to end
+  bool need_budget_ = false;         // reader: a request waits for the server-wide budget
   uint64_t skip_left_ = 0;           // reader: payload bytes of a refused WRITE still to drop
   int64_t hs_deadline_ns_ = 0;       // the handshake's end (steady ns; 0 = none)
   uint64_t room_wanted_ = 0;         // reader: the request that did not fit waits for this many bytes

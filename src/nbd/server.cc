@@ -59,6 +59,8 @@ Result<int> listen_tcp(const std::string& addr, int port, int* bound) {
 Result<std::unique_ptr<Server>> Server::listen(const ServerConfig& cfg, const HandshakeConfig& hs,
                                                const std::vector<Export>& exports) {
   std::unique_ptr<Server> s(new Server(cfg, hs, exports));
+  s->budget_ = std::make_unique<ByteBudget>(cfg.max_inflight_bytes ? cfg.max_inflight_bytes : ByteBudget::default_max());
+  s->cfg_.conn.budget = s->budget_.get();
   if (cfg.tls.mode != TlsMode::off) {
     auto creds = TlsCredentials::load(cfg.tls);
     if (!creds) return creds.status();

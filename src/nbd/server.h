@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "blkmq/status.h"
+#include "nbd/byte_budget.h"
 #include "nbd/connection.h"
 #include "nbd/tls.h"
 
@@ -22,7 +23,11 @@ struct ServerConfig {
   int port = -1;                    // >= 0 without socket_path: TCP (0 picks a free port)
   std::string bind = "127.0.0.1";   // TCP address
   unsigned max_connections = 16;    // further clients are closed at once
-  ConnLimits conn;
+  ConnLimits conn;                  // its `budget` is the server's own (below)
+  // Payload bytes in flight over all connections (0: ByteBudget::default_max(),
+  // an eighth of the machine's memory): no number of clients can make the
+  // server's buffers outgrow it; a request that does not fit waits.
+  uint64_t max_inflight_bytes = 0;
   TlsConfig tls;                    // its mode overrides the HandshakeConfig's
 };
 
@@ -64,6 +69,7 @@ class Server {
   HandshakeConfig hs_;
   const std::vector<Export>& exports_;
   std::unique_ptr<TlsCredentials> tls_;  // shared by every connection's session
+  std::unique_ptr<ByteBudget> budget_;   // shared by every connection
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: stop() wakes the accept loop
   int port_ = -1;
