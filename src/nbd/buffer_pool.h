@@ -18,7 +18,7 @@ class BufferPool {
   static constexpr size_t kKeepFrom = 1u << 20;
   // At most this many bytes are kept, so an idle connection holds no more
   // than one largest payload.
-  static constexpr size_t kKeepMax = 32u << 20;
+  static constexpr size_t kKeepMax = 64u << 20;
   // Alignment of every buffer (what O_DIRECT drivers need; see connection.cc).
   static constexpr size_t kAlign = 4096;
 
