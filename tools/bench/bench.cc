@@ -1,6 +1,5 @@
 #include "bench/bench.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -22,6 +21,7 @@
 #include "blkmq/threads.h"
 #include "bench/cycle.h"
 #include "bench/job.h"
+#include "bench/layout.h"
 #include "bench/options.h"
 #include "bench/report.h"
 #include "bench/status_line.h"
@@ -259,32 +259,6 @@ int report_cycle_errors(const std::vector<CycleResult>& cycles) {
     rc = 1;
   }
   return rc;
-}
-
-// As fio lays out a missing job file: a driver's `filename` that does not
-// exist is created at the jobs' extent (the largest offset + size), with its
-// blocks allocated, before the device opens it. Without a job --size the
-// driver's own rules apply (uring creates it at its `size` parameter).
-Status lay_out_missing_file(const BenchConfig& cfg) {
-  auto it = cfg.device_params.find("filename");
-  if (it == cfg.device_params.end() || it->second.empty() || access(it->second.c_str(), F_OK) == 0)
-    return Status::ok();
-  uint64_t extent = 0;
-  for (const JobSpec& j : cfg.jobs)
-    if (j.size) extent = std::max(extent, j.offset + j.size + (j.numjobs - 1) * j.offset_increment);
-  if (extent == 0) return Status::ok();
-  const std::string& path = it->second;
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error(errno, "cannot create " + path + ": " + std::strerror(errno));
-  std::fprintf(stderr, "blkmq bench: laying out IO file %s (%" PRIu64 " MiB)\n", path.c_str(), extent >> 20);
-  const int err = posix_fallocate(fd, 0, static_cast<off_t>(extent));
-  close(fd);
-  if (err != 0) {
-    unlink(path.c_str());
-    return Status::error(err, "cannot allocate " + std::to_string(extent) + " bytes for " + path + ": " +
-                                  std::strerror(err));
-  }
-  return Status::ok();
 }
 
 // Ends each device's trace; what a full buffer lost goes to stderr, as

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "blkmq/plug.h"
+#include "bench/layout.h"
 #include "bench/verify.h"
 
 namespace bench {
@@ -66,7 +67,7 @@ Status Job::prepare() {
     return Status::error(ENOMEM, "cannot allocate " + std::to_string(depth) + " buffers of " +
                                      std::to_string(unit) + " bytes");
   // Touch every page now, so the run takes no page faults.
-  std::memset(buffers_, 0xa5, static_cast<size_t>(depth) * unit);
+  std::memset(buffers_, kBufferFill, static_cast<size_t>(depth) * unit);
   units_ = std::make_unique<IoUnit[]>(depth);
   free_ = std::make_unique<IoUnit*[]>(depth);
   batch_ = std::make_unique<IoUnit*[]>(depth);

@@ -1,7 +1,10 @@
 // The built-in loop target: a file through io_uring, one ring per server
 // thread, with the server sleeping in the ring itself. An armed read of the
 // server's wake eventfd makes "a request arrived" one more CQE, so the
-// server waits for new requests and for file I/O in one system call.
+// server waits for new requests and for file I/O in one system call. A
+// short read or write continues where it stopped, as the uring driver's
+// does, so a write that runs out of space ends with the -ENOSPC of its
+// continuation (nospc), not as a short transfer (ioerr).
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/stat.h>
@@ -11,16 +14,21 @@
 #include <cstring>
 #include <vector>
 
+#include "drivers/file_io.h"
 #include "drivers/ublk/ublk_dev.h"
 #include "drivers/ublk/ublk_targets.h"
 
 namespace blkmq::ublkd {
 namespace {
 
-// One I/O on the ring: the iovec array io_uring reads from until the CQE.
+// One I/O on the ring: the iovec array io_uring reads from until the CQE,
+// and for a read or write where it stands (a short transfer continues).
 struct Slot {
   UblkIo* io = nullptr;
   std::vector<iovec> iov;
+  unsigned first = 0;   // iov[first] is where the next transfer starts
+  uint64_t offset = 0;  // file offset of the next transfer
+  uint32_t left = 0;    // bytes still to move
 };
 
 // Server-thread-private state of one queue: nothing here is shared.
@@ -71,6 +79,8 @@ class LoopTarget final : public UblkTarget, public ServerHooks {
 
  private:
   void prep(LoopQueue& lq, io_uring_sqe* sqe, Slot* s, UblkIo& io);
+  void prep_rw(io_uring_sqe* sqe, Slot* s);
+  bool continue_short(LoopQueue& lq, Slot* s, uint32_t done);
   void reap(LoopQueue& lq);
   void finish(LoopQueue& lq, Slot* s, int res);
 
@@ -102,32 +112,53 @@ void LoopTarget::exit_queue(unsigned q) {
   queues_[q].reset();
 }
 
+// The readv or writev of what is left of s's transfer.
+void LoopTarget::prep_rw(io_uring_sqe* sqe, Slot* s) {
+  iovec* iov = s->iov.data() + s->first;
+  const unsigned n = static_cast<unsigned>(s->iov.size()) - s->first;
+  if (s->io->op() == ReqOp::read) {
+    io_uring_prep_readv(sqe, fd_, iov, n, s->offset);
+  } else {
+    io_uring_prep_writev(sqe, fd_, iov, n, s->offset);
+    if (s->io->fua()) sqe->rw_flags = RWF_DSYNC;
+  }
+  io_uring_sqe_set_data(sqe, s);
+}
+
 void LoopTarget::prep(LoopQueue& lq, io_uring_sqe* sqe, Slot* s, UblkIo& io) {
   switch (io.op()) {
     case ReqOp::read:
-    case ReqOp::write: {
+    case ReqOp::write:
       s->iov.clear();
       io.for_each_segment([s](void* base, size_t len, uint64_t) { s->iov.push_back({base, len}); });
-      const unsigned n = static_cast<unsigned>(s->iov.size());
-      if (io.op() == ReqOp::read) {
-        io_uring_prep_readv(sqe, fd_, s->iov.data(), n, io.offset());
-      } else {
-        io_uring_prep_writev(sqe, fd_, s->iov.data(), n, io.offset());
-        if (io.fua()) sqe->rw_flags = RWF_DSYNC;
-      }
-      break;
-    }
+      s->first = 0;
+      s->offset = io.offset();
+      s->left = io.length();
+      prep_rw(sqe, s);
+      return;
     case ReqOp::flush:
       io_uring_prep_fsync(sqe, fd_, IORING_FSYNC_DATASYNC);
       break;
     case ReqOp::discard:
     case ReqOp::write_zeroes:
-      // A hole reads back as zeros: both become a punch that keeps the size.
-      io_uring_prep_fallocate(sqe, fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, io.offset(),
-                              io.length());
+      // Discard punches; write-zeroes keeps the blocks (file_io.h says why).
+      io_uring_prep_fallocate(sqe, fd_, falloc_mode(io.op()), io.offset(), io.length());
       break;
   }
   io_uring_sqe_set_data(sqe, s);
+}
+
+// After `done` of s's bytes moved: queues the rest on the ring (submitted
+// with the next batch or wait). False when no SQE is free (cannot happen:
+// the ring has room for every slot).
+bool LoopTarget::continue_short(LoopQueue& lq, Slot* s, uint32_t done) {
+  io_uring_sqe* sqe = lq.get_sqe();
+  if (!sqe) return false;
+  s->first = iov_advance(s->iov.data(), static_cast<unsigned>(s->iov.size()), s->first, done);
+  s->offset += done;
+  s->left -= done;
+  prep_rw(sqe, s);
+  return true;
 }
 
 void LoopTarget::handle(UblkIo& io) {
@@ -150,13 +181,20 @@ void LoopTarget::handle(UblkIo& io) {
 
 void LoopTarget::finish(LoopQueue& lq, Slot* s, int res) {
   UblkIo* io = s->io;
+  const bool data = op_has_data(io->op());
+  // A short read or write goes on from where it stopped; its next CQE
+  // says how that went (-ENOSPC for a write that filled the file system).
+  if (data && res > 0 && static_cast<uint32_t>(res) < s->left &&
+      continue_short(lq, s, static_cast<uint32_t>(res)))
+    return;
   s->io = nullptr;
   lq.free_slots.push_back(s);
   if (res < 0) {
     io->complete(errno_to_blk_status(res), 0);
-  } else if (op_has_data(io->op())) {
-    // A short count goes through UblkIo's short-transfer rule.
-    io->complete(BlkStatus::ok, static_cast<uint32_t>(res));
+  } else if (data && static_cast<uint32_t>(res) < s->left) {
+    // Nothing more moved (end of file: it shrank under the device): what
+    // did goes through UblkIo's short-transfer rule, the rest ends ioerr.
+    io->complete(BlkStatus::ok, io->length() - s->left + static_cast<uint32_t>(res));
   } else {
     io->complete(BlkStatus::ok);
   }

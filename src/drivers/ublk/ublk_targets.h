@@ -15,8 +15,11 @@ std::unique_ptr<UblkTarget> make_null_target();
 
 // "loop": a file through io_uring (ublksrv's loop target). Each server
 // thread owns a ring; reads and writes go out as readv/writev (FUA writes
-// with RWF_DSYNC), flush as fdatasync, discard and write_zeroes as
-// fallocate; a request completes when its CQE arrives. Opens `filename`
+// with RWF_DSYNC; a short one continues where it stopped, so a full file
+// system ends a write with nospc), flush as fdatasync, discard as a hole
+// punch and write_zeroes as ZERO_RANGE, which keeps the blocks allocated
+// (notsupp where the file system has no ZERO_RANGE, e.g. tmpfs); a request
+// completes when its last CQE arrives. Opens `filename`
 // read-write, with O_DIRECT when `direct`; *size_bytes gets the file's size
 // rounded down to `bs`.
 Result<std::unique_ptr<UblkTarget>> make_loop_target(const std::string& filename, bool direct, unsigned nr_queues,

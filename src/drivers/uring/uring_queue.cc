@@ -12,6 +12,7 @@
 
 #include "base/thread.h"
 #include "blkmq/context.h"
+#include "drivers/file_io.h"
 #include "drivers/uring/uring_dev.h"
 
 namespace blkmq::uring {
@@ -34,16 +35,7 @@ inline UringCmd* to_cmd(Request* rq) { return rq->pdu_as<UringCmd>(); }
 void advance(UringCmd* cmd, uint32_t done) {
   cmd->offset += done;
   cmd->left -= done;
-  while (done && cmd->first < cmd->nr_iov) {
-    iovec& v = cmd->iov[cmd->first];
-    if (done < v.iov_len) {
-      v.iov_base = static_cast<char*>(v.iov_base) + done;
-      v.iov_len -= done;
-      return;
-    }
-    done -= static_cast<uint32_t>(v.iov_len);
-    cmd->first++;
-  }
+  cmd->first = static_cast<uint16_t>(iov_advance(cmd->iov, cmd->nr_iov, cmd->first, done));
 }
 
 }  // namespace
@@ -113,12 +105,8 @@ bool UringQueue::prep_locked(Request* rq) {
       io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
       break;
     case ReqOp::discard:
-      io_uring_prep_fallocate(sqe, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                              static_cast<off_t>(cmd->offset), cmd->left);
-      break;
     case ReqOp::write_zeroes:
-      io_uring_prep_fallocate(sqe, fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
-                              static_cast<off_t>(cmd->offset), cmd->left);
+      io_uring_prep_fallocate(sqe, fd, falloc_mode(rq->op), static_cast<off_t>(cmd->offset), cmd->left);
       break;
   }
   if (rq->op == ReqOp::read || rq->op == ReqOp::write)
