@@ -7,6 +7,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,6 +45,21 @@ struct QueueLimits {
 // A queue's clock: monotonic nanoseconds. See Queue::now_ns.
 using QueueClockFn = uint64_t (*)();
 
+// An attribute a driver adds beside the core's, as a kernel driver adds
+// files under /sys/block/<dev>/device/ (null's `device/power_cut`). Read,
+// written and listed by its full path through Queue::attr, set_attr and
+// attr_names, so also by `--attr` and the control socket. A name the core
+// has itself is shadowed by the core's. Empty show: write-only; empty
+// store: read-only. Both run in the calling thread (task context), under
+// no core lock, while I/O may run: they must be thread-safe and may sleep.
+// What they capture must live as long as the queue (the driver's device
+// owns both).
+struct DriverAttr {
+  std::string name;
+  std::function<Result<std::string>()> show;
+  std::function<Status(std::string_view value)> store;
+};
+
 struct QueueConfig {
   std::string name = "blkmq0";         // the "device" name in reports
   QueueLimits limits;
@@ -53,6 +69,8 @@ struct QueueConfig {
   // The queue's clock from its first moment (the scheduler's init reads
   // it); nullptr = CLOCK_MONOTONIC. For tests that step time.
   QueueClockFn clock = nullptr;
+  // The driver's own attributes (see DriverAttr). Default: none.
+  std::vector<DriverAttr> driver_attrs;
 };
 
 // Kernel /sys/block/<dev>/stat fields, in order.

@@ -308,6 +308,12 @@ const ElvAttr* find_iosched(const QueueImpl* q, std::string_view name) {
 
 constexpr std::string_view kIosched = "queue/iosched/";
 
+const DriverAttr* find_driver_attr(const QueueImpl* q, std::string_view path) {
+  for (const DriverAttr& a : q->cfg_.driver_attrs)
+    if (a.name == path) return &a;
+  return nullptr;
+}
+
 }  // namespace
 
 Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view value) {
@@ -324,6 +330,10 @@ Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view va
     return a.store(q, value);
   }
   if (path.substr(0, 3) == "mq/") return Status::invalid(std::string(path) + ": read-only attribute");
+  if (const DriverAttr* d = find_driver_attr(q, path)) {
+    if (!d->store) return Status::invalid(std::string(path) + ": read-only attribute");
+    return d->store(trim(value));
+  }
   return Status::invalid("unknown attribute '" + std::string(path) + "'");
 }
 
@@ -345,6 +355,10 @@ Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path) {
     std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
     return show_mq(q, path.substr(3));
   }
+  if (const DriverAttr* d = find_driver_attr(q, path)) {
+    if (!d->show) return Status::invalid(std::string(path) + ": write-only attribute");
+    return d->show();
+  }
   return Status::invalid("unknown attribute '" + std::string(path) + "'");
 }
 
@@ -362,6 +376,7 @@ std::vector<std::string> queue_attr_names(const QueueImpl* q) {
                           "queued", "run", "busy", "dispatch_busy", "dispatched", "state",
                           "dispatch_lock_stat", "ctx_lock_stat", "tags_wait_lock_stat"})
       v.push_back("mq/" + std::to_string(i) + "/" + n);
+  for (const DriverAttr& a : q->cfg_.driver_attrs) v.push_back(a.name);
   return v;
 }
 

@@ -47,9 +47,23 @@ bool data_vectors_ok(const Bio* bio, uint32_t dma_mask, size_t* max_vec) {
   return total == bio->size;
 }
 
+// PREFLUSH and FUA order and persist written data, so only a write may
+// carry them, and the empty flush (the kernel's data-less WRITE|PREFLUSH,
+// with FUA too), as submit_bio_noacct allows. On a read, discard or
+// zeroing they would send the op through the flush machinery, which runs
+// its data step as a write: a read would store its buffer, a discard
+// would be acknowledged undone. The kernel ends such a bio with its
+// default BLK_STS_IOERR; blkmq uses `inval`, its status for a malformed
+// bio (docs/ARCHITECTURE.md, departures).
+bool flush_flags_ok(const Bio* bio) {
+  if (!(bio->flags & (kBioPreflush | kBioFua))) return true;
+  return bio->op == ReqOp::write || bio->op == ReqOp::flush;
+}
+
 // Bad input gets a clear status and touches nothing. For a data bio,
 // *max_vec gets its longest vector.
 BlkStatus check_bio(const QueueImpl* q, const Bio* bio, size_t* max_vec) {
+  if (!flush_flags_ok(bio)) return BlkStatus::inval;
   if (writes_to_read_only(q, bio)) return BlkStatus::readonly;
   const QueueLimits& l = q->limits_;
   // A power of two (checked at queue creation): masks, not divisions.

@@ -119,6 +119,12 @@ class NullDevice final : public Device {
   FaultAttr& timeout_fault() { return timeout_fault_; }
   FaultAttr& requeue_fault() { return requeue_fault_; }
   FaultAttr& init_hctx_fault() { return init_hctx_fault_; }
+  // A power cut of the memory-backed device: its write-back cache is lost
+  // (PageStore::power_cut), the durable pages stay; the device keeps
+  // working, as after power comes back. What `device/power_cut` does when
+  // 1 is written to it. Any thread, while I/O runs. Returns the 4 KiB
+  // pages lost; 0 without memory backing or a cache.
+  uint64_t power_cut();
 
   // init_hctx/exit_hctx: per-hctx state, owned by the device so nothing
   // leaks whatever the order of teardown.
@@ -129,6 +135,7 @@ class NullDevice final : public Device {
   explicit NullDevice(const NullParams& p);
   Status setup(std::shared_ptr<NullSet> set);
   QueueConfig queue_config();
+  std::vector<DriverAttr> driver_attrs();
   void bw_tick();
 
   NullParams params_;
@@ -137,6 +144,7 @@ class NullDevice final : public Device {
   FaultAttr requeue_fault_;
   FaultAttr init_hctx_fault_;
   std::unique_ptr<PageStore> store_;
+  std::atomic<uint64_t> power_cuts_{0};  // device/power_cut reads it
   std::unique_ptr<BwBudget> bw_;
   std::shared_ptr<NullSet> set_;
   std::unique_ptr<Queue> queue_;

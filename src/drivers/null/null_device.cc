@@ -194,7 +194,31 @@ QueueConfig NullDevice::queue_config() {
   lim.rotational = params_.rotational;
   lim.poll = params_.poll_queues > 0;
   cfg.queuedata = this;
+  cfg.driver_attrs = driver_attrs();
   return cfg;
+}
+
+uint64_t NullDevice::power_cut() {
+  power_cuts_.fetch_add(1, std::memory_order_relaxed);
+  return store_ ? store_->power_cut() : 0;
+}
+
+// Only a memory-backed device has data to lose. The queue dies before the
+// device, so capturing `this` is safe.
+std::vector<DriverAttr> NullDevice::driver_attrs() {
+  if (!store_) return {};
+  std::vector<DriverAttr> v;
+  v.push_back({"device/power_cut",
+               [this]() -> Result<std::string> { return std::to_string(power_cuts_.load()); },
+               [this](std::string_view val) -> Status {
+                 if (val != "1") return Status::invalid("device/power_cut: write 1 to cut the power, got '" +
+                                                        std::string(val) + "'");
+                 power_cut();
+                 return Status::ok();
+               }});
+  v.push_back({"device/cache_pages",
+               [this]() -> Result<std::string> { return std::to_string(store_->cached_pages()); }, nullptr});
+  return v;
 }
 
 Status NullDevice::setup(std::shared_ptr<NullSet> set) {

@@ -159,6 +159,17 @@ BlkStatus PageStore::flush() {
   return BlkStatus::ok;
 }
 
+uint64_t PageStore::power_cut() {
+  uint64_t lost = 0;
+  for (uint64_t i = 0; i <= shard_mask_; i++) {
+    Shard& s = shards_[i];
+    std::lock_guard lk(s.mu);
+    lost += s.cache.size();
+    s.cache.clear();
+  }
+  return lost;
+}
+
 uint64_t PageStore::backing_pages() const {
   uint64_t n = 0;
   for (uint64_t i = 0; i <= shard_mask_; i++) {

@@ -49,6 +49,16 @@ class PageStore {
   // Writes every cached page back to the backing pages and empties the
   // cache. nospc if the backing index cannot grow (pages stay cached).
   BlkStatus flush();
+  // A power cut: drops every cached page, as a disk losing power loses its
+  // volatile cache. What a flush or a FUA write wrote back, and what
+  // eviction wrote back when the cache was full, is durable and stays;
+  // reads then see it (or zeros where nothing durable was written). The
+  // loss is per 4 KiB page, the cache's unit, and a page is written and
+  // dropped only under its shard lock, so no page is torn; a request in
+  // flight across the cut may lose some of its pages and keep others, as
+  // a disk may. Any thread, while I/O runs. Returns the pages dropped.
+  // Without a cache: nothing to lose, 0. Cost: every shard lock once.
+  uint64_t power_cut();
 
   // The allocation map of [off, off+len) in units of `granule` bytes (a
   // multiple of kPageSize: the device's block size when that is larger).
