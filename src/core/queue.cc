@@ -120,7 +120,6 @@ Status QueueImpl::init() {
   if (l.max_segment_size < 4096) l.max_segment_size = 4096;
   if (l.dma_alignment >= 4096 || (l.dma_alignment & (l.dma_alignment + 1)))
     return Status::invalid("dma_alignment must be 2^n - 1 below 4096, got " + std::to_string(l.dma_alignment));
-  l.poll = set_->cfg().nr_queues[2] > 0;
   tun_.io_timeout_ms.store(set_->cfg().timeout_ms);
   nr_ctx_ = base::possible_cpus();
   ctxs_.reset(new SwCtx[nr_ctx_]);
@@ -128,7 +127,10 @@ Status QueueImpl::init() {
     ctxs_[c].cpu = c;
     ctxs_[c].queue = this;
   }
+  // The set's queue counts change under its lock (update_nr_hw_queues):
+  // read them there.
   std::lock_guard<std::mutex> g(set_->lock_);
+  l.poll = set_->cfg().nr_queues[2] > 0;
   if (Status s = init_hctxs(set_->nr_hw_queues_); !s) return s;
   map_swqueues();
   requeue_work_.init(requeue_work_fn, this);
