@@ -121,7 +121,13 @@ class Queue {
   void submit_bio(Bio* bio);
 
   // Polls the hctx a polled bio was queued on, ending what completed there.
-  // Returns the number of completions found. Task context.
+  // Returns the number of completions found. Safe against a concurrent
+  // update_nr_hw_queues or scheduler switch (it finds nothing while they
+  // hold the queue frozen and quiesced). A freeze waits for polled
+  // requests, which only a poll ends: a thread that polls for its own bios
+  // submits them with kBioNowait (as io_uring's polled I/O does) and polls
+  // what it has in flight when one ends with `again`, or a freeze can
+  // stall until those requests time out. Task context.
   int poll(const Bio* bio);
 
   // Waits for completions the way a submitter sleeping for its I/O does:

@@ -130,8 +130,12 @@ void account_io_start(Request* rq) {
   if (!q->tun_.iostats.load(std::memory_order_relaxed)) return;
   rq->rq_flags |= kRqfIoStat;
   rq->start_time_ns = blk_time_get_ns(q);
-  rq->acct.store(rq->is_write() ? 2 : 1, std::memory_order_relaxed);
+  // io_ticks first, then in flight, as blk_account_io_start: a start that
+  // moves the stamp must not find its own request in flight, or the
+  // interval before it (since the clock's zero, for the first) counts as
+  // busy.
   update_io_ticks(q, rq->start_time_ns, false);
+  rq->acct.store(rq->is_write() ? 2 : 1, std::memory_order_relaxed);
 }
 
 void start_request(Request* rq) {

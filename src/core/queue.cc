@@ -120,7 +120,6 @@ Status QueueImpl::init() {
   if (l.max_segment_size < 4096) l.max_segment_size = 4096;
   if (l.dma_alignment >= 4096 || (l.dma_alignment & (l.dma_alignment + 1)))
     return Status::invalid("dma_alignment must be 2^n - 1 below 4096, got " + std::to_string(l.dma_alignment));
-  l.poll = set_->cfg().nr_queues[2] > 0;
   tun_.io_timeout_ms.store(set_->cfg().timeout_ms);
   nr_ctx_ = base::possible_cpus();
   ctxs_.reset(new SwCtx[nr_ctx_]);
@@ -128,7 +127,10 @@ Status QueueImpl::init() {
     ctxs_[c].cpu = c;
     ctxs_[c].queue = this;
   }
+  // The set's queue counts change under its lock (update_nr_hw_queues):
+  // read them there.
   std::lock_guard<std::mutex> g(set_->lock_);
+  l.poll = set_->cfg().nr_queues[2] > 0;
   if (Status s = init_hctxs(set_->nr_hw_queues_); !s) return s;
   map_swqueues();
   requeue_work_.init(requeue_work_fn, this);
@@ -267,14 +269,27 @@ void Queue::unquiesce() {
   if (q->quiesce_depth_.fetch_sub(1, std::memory_order_seq_cst) == 1) run_hw_queues_impl(q, true);
 }
 
+// The kernel's bio_poll holds a q_usage_counter reference across the
+// driver's poll. Here the dispatch epoch does that job: update_nr_hw_queues
+// and a scheduler switch quiesce (wait for the epoch) before they exit or
+// replace hctxs, so the hctx polled stays in place until the poll is done.
+// A poll that comes while the queue is both frozen and quiesced finds
+// nothing: the hctxs may be changing, and no request is in flight (the
+// freeze drained them). Quiesced alone (a driver's own quiesce), the
+// kernel goes on polling, and so does this.
 int Queue::poll(const Bio* bio) {
   QueueImpl* q = to_impl(this);
+  if (!q->ops_->poll) return 0;
+  q->dispatch_enter();
+  int n = 0;
   const unsigned idx = static_cast<unsigned>(bio->cookie);
-  if (!q->ops_->poll || idx >= q->nr_hw_queues_) return 0;
-  HwCtxImpl* h = q->hctx(idx);
-  IoCompBatch iob;
-  int n = q->ops_->poll(h, &iob);
-  end_request_batch(&iob);
+  const bool changing = q->quiesced() && q->freeze_depth_.load(std::memory_order_seq_cst) > 0;
+  if (!changing && idx < q->nr_hw_queues_) {
+    IoCompBatch iob;
+    n = q->ops_->poll(q->hctx(idx), &iob);
+    end_request_batch(&iob);
+  }
+  q->dispatch_exit();
   return n;
 }
 
