@@ -16,6 +16,7 @@
 
 #include "blkmq/plug.h"
 #include "blkmq/status.h"
+#include "nbd/errors.h"
 #include "nbd/unaligned.h"
 #include "nbd/wire.h"
 
@@ -61,21 +62,6 @@ constexpr size_t kReadChunk = 256 * 1024;
 // that runs inside its submission (a device that completes inline) queues
 // the reply without waking the writer, and the reader sends it.
 thread_local const void* tl_reader = nullptr;
-
-// The NBD error for a block status (the spec's list; anything else is EIO).
-uint32_t nbd_error(BlkStatus st) {
-  switch (-blk_status_to_errno(st)) {
-    case 0: return 0;
-    case EPERM:
-    case EROFS: return kErrPerm;
-    case ENOSPC: return kErrNoSpc;
-    case EINVAL: return kErrInval;
-    case EOVERFLOW: return kErrOverflow;
-    case EOPNOTSUPP: return kErrNotSup;
-    case ESHUTDOWN: return kErrShutdown;
-    default: return kErrIo;
-  }
-}
 
 ReqOp op_of(uint16_t type) {
   switch (type) {
