@@ -1,8 +1,9 @@
 // fio's "Laying out IO file": fio (filesetup.c) preallocates a new job file
 // and, for a job that reads, writes all of it, because reading blocks that
 // were never written measures no device at all: an unwritten extent is
-// answered with zeros by the file system (426k IOPS against 30k with the
-// file written, uring randread on the root disk).
+// answered with zeros by the file system, without I/O (uring randread,
+// 64 MiB, direct=1 on the root disk: 164k IOPS on a fallocated file, 11.7k
+// once it is written; fio on a file it laid out: 10.9k).
 #include "bench/layout.h"
 
 #include <fcntl.h>
