@@ -105,7 +105,8 @@ TEST(NullPowerCut, WithoutACacheNothingIsLost) {
 TEST(NullPowerCut, CutsWhileWritersRunTearNoPage) {
   test::Watchdog wd("NullPowerCut.CutsWhileWritersRunTearNoPage", std::chrono::seconds(60));
   PageStore s(kCap, 64 * kPage, 4);
-  constexpr unsigned kThreads = 4, kPagesEach = 64, kOps = 1500;
+  constexpr unsigned kThreads = 4, kPagesEach = 64;
+  const unsigned kOps = test::scaled(1500);
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> gen{0};  // odd while a cut runs
   std::thread cutter([&] {
