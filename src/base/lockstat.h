@@ -67,8 +67,11 @@ class StatLock {
     if (hold_t0_) hold_end();
     lock_.unlock();
   }
+  // A member template, so that the explicit instantiation for std::mutex
+  // does not instantiate it (clang 14 does, constraint or not).
+  template <typename M = L>
   bool is_locked() const
-    requires requires(const L& l) { l.is_locked(); }
+    requires requires(const M& l) { l.is_locked(); }
   {
     return lock_.is_locked();
   }
