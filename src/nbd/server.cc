@@ -13,26 +13,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "nbd/unix_listener.h"
+
 namespace blkmq::nbd {
 namespace {
 
 Status sys_error(const std::string& what) { return Status::error(errno, what + ": " + std::strerror(errno)); }
-
-Result<int> listen_unix(const std::string& path) {
-  sockaddr_un a{};
-  if (path.size() >= sizeof a.sun_path) return Status::invalid("socket path too long: " + path);
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return sys_error("socket");
-  ::unlink(path.c_str());
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 64) != 0) {
-    Status st = sys_error("cannot listen on " + path);
-    ::close(fd);
-    return st;
-  }
-  return fd;
-}
 
 Result<int> listen_tcp(const std::string& addr, int port, int* bound) {
   sockaddr_in a{};
@@ -64,10 +50,16 @@ Result<std::unique_ptr<Server>> Server::listen(const ServerConfig& cfg, const Ha
     if (!creds) return creds.status();
     s->tls_ = std::move(*creds);
   }
-  Result<int> fd = cfg.socket_path.empty() ? listen_tcp(cfg.bind, cfg.port < 0 ? 10809 : cfg.port, &s->port_)
-                                           : listen_unix(cfg.socket_path);
-  if (!fd) return fd.status();
-  s->listen_fd_ = *fd;
+  if (cfg.socket_path.empty()) {
+    Result<int> fd = listen_tcp(cfg.bind, cfg.port < 0 ? 10809 : cfg.port, &s->port_);
+    if (!fd) return fd.status();
+    s->listen_fd_ = *fd;
+  } else {
+    Result<UnixListener> l = listen_unix_path(cfg.socket_path, 64);
+    if (!l) return l.status();
+    s->unix_ = *l;
+    s->listen_fd_ = l->fd;
+  }
   s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (s->wake_fd_ < 0) return sys_error("eventfd");
   return s;
@@ -75,9 +67,9 @@ Result<std::unique_ptr<Server>> Server::listen(const ServerConfig& cfg, const Ha
 
 Server::~Server() {
   reap(true);
-  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (unix_.fd >= 0) close_unix_listener(&unix_, cfg_.socket_path);  // removes the socket if still ours
+  else if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
-  if (!cfg_.socket_path.empty()) ::unlink(cfg_.socket_path.c_str());
 }
 
 std::string Server::uri() const {

@@ -14,11 +14,13 @@
 #include "blkmq/status.h"
 #include "nbd/connection.h"
 #include "nbd/tls.h"
+#include "nbd/unix_listener.h"
 
 namespace blkmq::nbd {
 
 struct ServerConfig {
-  std::string socket_path;          // non-empty: listen on this Unix socket (replaced if it exists)
+  std::string socket_path;          // non-empty: listen on this Unix socket (a stale socket there is
+                                    // replaced; a live one or any other file is refused)
   int port = -1;                    // >= 0 without socket_path: TCP (0 picks a free port)
   std::string bind = "127.0.0.1";   // TCP address
   unsigned max_connections = 16;    // further clients are closed at once
@@ -65,6 +67,7 @@ class Server {
   const std::vector<Export>& exports_;
   std::unique_ptr<TlsCredentials> tls_;  // shared by every connection's session
   int listen_fd_ = -1;
+  UnixListener unix_;  // with socket_path: listen_fd_'s socket file
   int wake_fd_ = -1;  // eventfd: stop() wakes the accept loop
   int port_ = -1;
   std::mutex mu_;

@@ -19,12 +19,14 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
+#include "nbd/unix_listener.h"
 
 namespace control {
 
 class Server {
  public:
-  // Listens on `path` (an existing socket file there is replaced) for
+  // Listens on `path` (a stale socket file there is replaced; a live socket
+  // or any other file is refused with an error naming the path) for
   // requests about `queues`, which must outlive the server. The socket is
   // owner-only (0600) before it accepts anyone, and a peer of another user
   // (other than root) is refused. Serves one connection at a time from its
@@ -49,6 +51,7 @@ class Server {
   std::string path_;
   std::vector<blkmq::Queue*> queues_;
   int listen_fd_ = -1;
+  blkmq::nbd::UnixListener listener_;  // listen_fd_ and its socket file
   int stop_pipe_[2] = {-1, -1};
   std::thread thread_;
 };

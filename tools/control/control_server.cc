@@ -62,17 +62,11 @@ blkmq::Result<std::unique_ptr<Server>> Server::start(const std::string& path, st
   std::unique_ptr<Server> s(new Server());
   s->path_ = path;
   s->queues_ = std::move(queues);
-  s->listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s->listen_fd_ < 0) return sys_error("control socket");
-  ::unlink(path.c_str());
-  if (::bind(s->listen_fd_, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0)
-    return sys_error("control socket " + path);
   // Owner-only before listen(): until then nobody can connect.
-  if (::chmod(path.c_str(), 0600) != 0 || ::listen(s->listen_fd_, 8) != 0) {
-    Status st = sys_error("control socket " + path);
-    ::unlink(path.c_str());
-    return st;
-  }
+  auto l = blkmq::nbd::listen_unix_path(path, 8, 0600);
+  if (!l) return Status::error(l.status().code(), "control socket: " + l.status().message());
+  s->listener_ = *l;
+  s->listen_fd_ = l->fd;
   if (::pipe2(s->stop_pipe_, O_CLOEXEC) != 0) return sys_error("control socket pipe");
   s->thread_ = std::thread([p = s.get()] { p->run(); });
   return s;
@@ -84,9 +78,9 @@ Server::~Server() {
     (void)!::write(stop_pipe_[1], &c, 1);
     thread_.join();
   }
-  for (int fd : {listen_fd_, stop_pipe_[0], stop_pipe_[1]})
+  blkmq::nbd::close_unix_listener(&listener_, path_);  // removes the socket if still ours
+  for (int fd : {stop_pipe_[0], stop_pipe_[1]})
     if (fd >= 0) ::close(fd);
-  if (listen_fd_ >= 0) ::unlink(path_.c_str());
 }
 
 void Server::run() {
