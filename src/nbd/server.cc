@@ -1,6 +1,7 @@
 #include "nbd/server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -60,6 +61,8 @@ Result<std::unique_ptr<Server>> Server::listen(const ServerConfig& cfg, const Ha
     s->unix_ = *l;
     s->listen_fd_ = l->fd;
   }
+  // A client gone between poll and accept must not block the loop in accept.
+  ::fcntl(s->listen_fd_, F_SETFL, ::fcntl(s->listen_fd_, F_GETFL) | O_NONBLOCK);
   s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (s->wake_fd_ < 0) return sys_error("eventfd");
   return s;
@@ -99,30 +102,59 @@ void Server::reap(bool all) {
   }
 }
 
+void Server::log(const std::string& msg) const {
+  if (cfg_.log) cfg_.log(msg);
+  else std::fprintf(stderr, "blkmq nbd: %s\n", msg.c_str());
+}
+
+// Out of descriptors (or of kernel memory), accept fails at once while the
+// connection stays queued, so poll reports the listener readable forever:
+// retrying at once would spin a core until a descriptor frees. Whether
+// this failure is one of those.
+static bool accept_exhausted(int err) { return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM; }
+
 void Server::serve() {
-  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+  bool exhausted = false;  // inside an episode of accept_exhausted failures (logged once)
+  bool pause = false;      // back off: poll only for stop() this once
   for (;;) {
-    if (::poll(fds, 2, 1000) < 0 && errno != EINTR) break;
-    if (fds[1].revents) break;
+    const int timeout = pause ? static_cast<int>(cfg_.accept_backoff_ms) : 1000;
+    fds[1].revents = 0;
+    if (::poll(fds, pause ? 1 : 2, timeout) < 0 && errno != EINTR) break;
+    if (fds[0].revents) break;
+    pause = false;
     reap(false);
-    if (!(fds[0].revents & POLLIN)) continue;
+    if (!(fds[1].revents & POLLIN)) continue;
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on Unix sockets
-    std::lock_guard g(mu_);
-    if (conns_.size() >= cfg_.max_connections) {
-      ::close(fd);  // over the limit: the client sees the connection close before the greeting
+    if (fd < 0) {
+      const int err = errno;
+      if (accept_exhausted(err) && !exhausted)
+        log(std::string("accept: ") + std::strerror(err) + "; new connections wait, retried every " +
+            std::to_string(cfg_.accept_backoff_ms) + " ms (raise ulimit -n?)");
+      exhausted = pause = accept_exhausted(err);
       continue;
     }
-    Conn& c = conns_.emplace_back();
-    c.c = std::make_unique<Connection>(fd, hs_, exports_, cfg_.conn, tls_.get());
-    c.t = std::thread([&c] {
-      c.c->run();
-      c.done.store(true);
-    });
+    if (exhausted) log("accept: descriptors available again, accepting");
+    exhausted = false;
+    start_connection(fd);
   }
   reap(true);
+}
+
+void Server::start_connection(int fd) {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on Unix sockets
+  std::lock_guard g(mu_);
+  if (conns_.size() >= cfg_.max_connections) {
+    ::close(fd);  // over the limit: the client sees the connection close before the greeting
+    return;
+  }
+  Conn& c = conns_.emplace_back();
+  c.c = std::make_unique<Connection>(fd, hs_, exports_, cfg_.conn, tls_.get());
+  c.t = std::thread([&c] {
+    c.c->run();
+    c.done.store(true);
+  });
 }
 
 }  // namespace blkmq::nbd

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,14 @@ struct ServerConfig {
   int port = -1;                    // >= 0 without socket_path: TCP (0 picks a free port)
   std::string bind = "127.0.0.1";   // TCP address
   unsigned max_connections = 16;    // further clients are closed at once
+  // When accept() fails for want of descriptors or memory (EMFILE, ENFILE,
+  // ENOBUFS, ENOMEM), the listener is left alone this long before the next
+  // try, instead of spinning on a connection it cannot take; each episode
+  // is logged once, and once more when it ends.
+  unsigned accept_backoff_ms = 100;
+  // Where the server's own messages go (one line each, no newline): null
+  // writes them to stderr after "blkmq nbd: ". Called from serve()'s thread.
+  std::function<void(const std::string&)> log;
   ConnLimits conn;
   TlsConfig tls;                    // its mode overrides the HandshakeConfig's
 };
@@ -61,6 +70,8 @@ class Server {
     hs_.tls = cfg.tls.mode;
   }
   void reap(bool all);
+  void start_connection(int fd);
+  void log(const std::string& msg) const;
 
   ServerConfig cfg_;
   HandshakeConfig hs_;
