@@ -231,7 +231,9 @@ bool Connection::handshake() {
 
 void Connection::run() {
   std::thread w([this] { writer(); });
-  if (handshake()) transmission();
+  const bool in_transmission = handshake();
+  in_handshake_.store(false);
+  if (in_transmission) transmission();
   wait_idle();
   {
     std::lock_guard g(mu_);

@@ -87,19 +87,30 @@ void Server::stop() {
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
 }
 
-// Joins finished connections (all of them, after stopping them, with `all`).
+// Joins finished connections; with `all`, stops every connection first,
+// gives them stop_grace_ms to finish, and aborts the ones left.
 void Server::reap(bool all) {
-  std::lock_guard g(mu_);
-  if (all)
+  std::unique_lock l(mu_);
+  if (all) {
     for (Conn& c : conns_) c.c->stop();
-  for (auto it = conns_.begin(); it != conns_.end();) {
-    if (all || it->done.load()) {
-      it->t.join();
-      it = conns_.erase(it);
-    } else {
-      ++it;
-    }
+    const auto all_done = [&] {
+      for (const Conn& c : conns_)
+        if (!c.done.load()) return false;
+      return true;
+    };
+    if (!ended_.wait_for(l, std::chrono::milliseconds(cfg_.stop_grace_ms), all_done))
+      for (Conn& c : conns_)
+        if (!c.done.load()) c.c->abort();
   }
+  // Joined outside mu_: a thread still running takes it to set done.
+  std::list<Conn> ended;
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    auto next = std::next(it);
+    if (all || it->done.load()) ended.splice(ended.end(), conns_, it);
+    it = next;
+  }
+  l.unlock();
+  for (Conn& c : ended) c.t.join();
 }
 
 void Server::log(const std::string& msg) const {
@@ -141,19 +152,82 @@ void Server::serve() {
   reap(true);
 }
 
-void Server::start_connection(int fd) {
+namespace {
+
+// Kernel defaults (2 h idle, then 9 probes 75 s apart) would keep a slot
+// of a peer that vanished without a FIN for over two hours; these notice it
+// after 60 s idle and 6 probes 10 s apart.
+constexpr int kKeepIdleS = 60, kKeepIntvlS = 10, kKeepCnt = 6;
+
+void set_tcp_options(int fd) {
   const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on Unix sockets
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &kKeepIdleS, sizeof kKeepIdleS);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &kKeepIntvlS, sizeof kKeepIntvlS);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &kKeepCnt, sizeof kKeepCnt);
+}
+
+}  // namespace
+
+// Under mu_: whether a new client may start its handshake; evicts the
+// oldest stalled handshake when that makes room.
+Server::Admit Server::admit() {
+  unsigned served = 0, handshaking = 0;
+  Conn* oldest = nullptr;
+  for (Conn& c : conns_) {
+    if (c.done.load() || c.evicted) continue;
+    if (!c.c->in_handshake()) {
+      served++;
+    } else {
+      handshaking++;
+      if (!oldest || c.accepted < oldest->accepted) oldest = &c;
+    }
+  }
+  if (served >= cfg_.max_connections) return Admit::full_served;
+  if (handshaking < cfg_.max_handshakes) return Admit::ok;
+  if (!oldest || std::chrono::steady_clock::now() - oldest->accepted < std::chrono::milliseconds(cfg_.handshake_evict_ms))
+    return Admit::full_handshakes;
+  oldest->evicted = true;
+  oldest->c->abort();
+  return Admit::evicted_oldest;
+}
+
+// Logs the first refusal of an episode (which ends at the next admission),
+// so a flood of clients does not flood the log.
+void Server::refused(Admit why) {
+  if (refusing_) return;
+  refusing_ = true;
+  if (why == Admit::full_served)
+    log("refusing new clients: " + std::to_string(cfg_.max_connections) + " clients served (--connections)");
+  else
+    log("refusing new clients: " + std::to_string(cfg_.max_handshakes) + " clients in their handshake (--handshakes)");
+}
+
+void Server::start_connection(int fd) {
+  if (cfg_.socket_path.empty()) set_tcp_options(fd);
   std::lock_guard g(mu_);
-  if (conns_.size() >= cfg_.max_connections) {
-    ::close(fd);  // over the limit: the client sees the connection close before the greeting
+  const Admit a = admit();
+  if (a == Admit::full_served || a == Admit::full_handshakes) {
+    ::close(fd);  // before the greeting, as nbdkit does over its limit
+    refused(a);
     return;
   }
+  if (a == Admit::evicted_oldest && !evicting_)
+    log("dropping clients stalled in their handshake for new ones (" + std::to_string(cfg_.max_handshakes) +
+        " handshakes at once, --handshakes)");
+  evicting_ = a == Admit::evicted_oldest;
+  refusing_ = false;
   Conn& c = conns_.emplace_back();
+  c.accepted = std::chrono::steady_clock::now();
   c.c = std::make_unique<Connection>(fd, hs_, exports_, cfg_.conn, tls_.get());
-  c.t = std::thread([&c] {
+  c.t = std::thread([this, &c] {
     c.c->run();
-    c.done.store(true);
+    {
+      std::lock_guard g2(mu_);
+      c.done.store(true);
+    }
+    ended_.notify_all();
   });
 }
 

@@ -44,7 +44,7 @@ struct Options {
 };
 
 constexpr const char* kUsage =
-    "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--run CMD]\n"
+    "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--handshakes N] [--run CMD]\n"
     "                 [--blktrace DIR] [--control PATH] [--sysfs DIR]\n"
     "                 [--tls=off|on|require (--tls-certificates=DIR [--tls-verify-peer] | --tls-psk=FILE)]\n"
     "                 EXPORT [--export NAME EXPORT ...]\n"
@@ -55,7 +55,14 @@ constexpr const char* kUsage =
     "context of its own with its export's --weight (bfq, 1..1000, default 100); --alias NAME=W adds a\n"
     "name for the same device whose connections get weight W. Without --socket or --port it listens on\n"
     "127.0.0.1:10809. --run CMD starts the server, runs CMD with $uri (and $unixsocket) set, and exits\n"
-    "with its status. SIGTERM and SIGINT stop it after in-flight requests finish.\n"
+    "with its status. SIGTERM and SIGINT stop it after in-flight requests finish (5 s at most; then the\n"
+    "connections left are shut down).\n"
+    "--socket PATH replaces only a stale socket there (one nobody answers on): a socket in use, or any other\n"
+    "file, is refused. --connections N (default 16) clients are served at once, past their handshake;\n"
+    "--handshakes N (default 16) more may be in their handshake, apart from them: when those are all taken,\n"
+    "a new client drops the one stalled longest if it has been there 1 s, else it is closed before the\n"
+    "greeting (libnbd: \"server disconnected unexpectedly\"), as are clients over --connections. TCP\n"
+    "connections get keepalive probes (60 s idle, 6 probes 10 s apart).\n"
     "TLS (STARTTLS, through GnuTLS): --tls=on offers it, --tls=require serves nothing without it.\n"
     "--tls-certificates=DIR holds server-cert.pem, server-key.pem, ca-cert.pem (needed by --tls-verify-peer,\n"
     "which requires client certificates signed by that CA) and optionally ca-crl.pem; --tls-psk=FILE holds\n"
@@ -168,12 +175,13 @@ int parse(int argc, char** argv, Options* o) {
     else if (key == "tls-certificates") o->server.tls.certificates = value;
     else if (key == "tls-psk") o->server.tls.psk_file = value;
     else if (key == "connections" && number(value, 1, 4096, &n)) o->server.max_connections = static_cast<unsigned>(n);
+    else if (key == "handshakes" && number(value, 1, 4096, &n)) o->server.max_handshakes = static_cast<unsigned>(n);
     else if (key == "run") o->run = value;
     else if (key == "blktrace" && !value.empty()) o->blktrace_dir = value;
     else if (key == "control" && !value.empty()) o->control_path = value;
     else if (key == "sysfs" && !value.empty()) o->sysfs_dir = value;
     else if (key == "export") o->exports.emplace_back().name = value;
-    else if (key == "port" || key == "connections") return bad("bad value '" + value + "' for --" + key);
+    else if (key == "port" || key == "connections" || key == "handshakes") return bad("bad value '" + value + "' for --" + key);
     else if (!export_option(key, value, &o->exports.back(), &err)) return bad(err);
   }
   if (!o->server.socket_path.empty() && o->server.port >= 0) return bad("--socket and --port exclude each other");
