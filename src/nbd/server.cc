@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 
 #include "nbd/unix_listener.h"
 
@@ -129,7 +130,7 @@ void Server::serve() {
   bool exhausted = false;  // inside an episode of accept_exhausted failures (logged once)
   bool pause = false;      // back off: poll only for stop() this once
   for (;;) {
-    const int timeout = pause ? static_cast<int>(cfg_.accept_backoff_ms) : 1000;
+    const int timeout = std::min(pause ? static_cast<int>(cfg_.accept_backoff_ms) : 1000, close_refused(false));
     fds[1].revents = 0;
     if (::poll(fds, pause ? 1 : 2, timeout) < 0 && errno != EINTR) break;
     if (fds[0].revents) break;
@@ -149,6 +150,7 @@ void Server::serve() {
     exhausted = false;
     start_connection(fd);
   }
+  close_refused(true);
   reap(true);
 }
 
@@ -204,12 +206,44 @@ void Server::refused(Admit why) {
     log("refusing new clients: " + std::to_string(cfg_.max_handshakes) + " clients in their handshake (--handshakes)");
 }
 
+// libnbd (1.14) polls a socket it is connecting for writing and takes a
+// hang-up it sees there as a read event the connect state does not expect:
+// a client closed before its first poll reports "external event 0 is
+// invalid in state CONNECT.START" instead of "server disconnected
+// unexpectedly". A refused client's socket is therefore closed
+// kRefusedCloseDelayMs after its accept (by then the client waits for the
+// greeting), at most kMaxRefusedOpen at once: past that a flood is closed
+// at once rather than holding descriptors.
+constexpr int kRefusedCloseDelayMs = 100;
+constexpr size_t kMaxRefusedOpen = 64;
+
+void Server::defer_close(int fd) {
+  if (refused_fds_.size() >= kMaxRefusedOpen) {
+    ::close(fd);
+    return;
+  }
+  refused_fds_.push_back({fd, std::chrono::steady_clock::now() + std::chrono::milliseconds(kRefusedCloseDelayMs)});
+}
+
+// Closes the refused sockets whose delay is over (all of them with `all`);
+// the milliseconds until the next one is due, for serve()'s poll.
+int Server::close_refused(bool all) {
+  const auto now = std::chrono::steady_clock::now();
+  while (!refused_fds_.empty() && (all || refused_fds_.front().second <= now)) {
+    ::close(refused_fds_.front().first);
+    refused_fds_.pop_front();
+  }
+  if (refused_fds_.empty()) return 1000;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(refused_fds_.front().second - now);
+  return static_cast<int>(left.count()) + 1;
+}
+
 void Server::start_connection(int fd) {
   if (cfg_.socket_path.empty()) set_tcp_options(fd);
   std::lock_guard g(mu_);
   const Admit a = admit();
   if (a == Admit::full_served || a == Admit::full_handshakes) {
-    ::close(fd);  // before the greeting, as nbdkit does over its limit
+    defer_close(fd);  // before the greeting, as nbdkit does over its limit
     refused(a);
     return;
   }

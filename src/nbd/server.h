@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <deque>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -97,6 +98,8 @@ class Server {
   void reap(bool all);
   void start_connection(int fd);
   Admit admit();
+  void defer_close(int fd);
+  int close_refused(bool all);
   void refused(Admit why);
   void log(const std::string& msg) const;
 
@@ -113,6 +116,8 @@ class Server {
   std::list<Conn> conns_;
   bool refusing_ = false;          // serve()'s thread: inside an episode of refusals (logged once)
   bool evicting_ = false;          // likewise for evictions of stalled handshakes
+  // serve()'s thread: refused clients' sockets and when each is closed.
+  std::deque<std::pair<int, std::chrono::steady_clock::time_point>> refused_fds_;
 };
 
 }  // namespace blkmq::nbd

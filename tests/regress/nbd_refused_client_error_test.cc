@@ -1,9 +1,11 @@
 // A client refused because every connection slot is served must get a
 // close that libnbd reports plainly ("server disconnected unexpectedly",
 // what nbdkit's limit filter gives), not hang or see a protocol error, and
-// the server must say why in its log, once per episode. Regression for the
-// log: a refusal was silent, so an operator saw clients fail with no reason
-// on the server's side.
+// the server must say why in its log, once per episode. Regressions: the
+// server closed a refused client's socket at once, and libnbd, seeing the
+// hang-up before its connect completed, reported "external event 0 is
+// invalid in state CONNECT.START" (about one try in ten); and a refusal
+// was silent, so an operator saw clients fail with no reason given.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -35,10 +37,14 @@ TEST(NbdRegress, RefusedClientGetsAClearCloseAndTheServerSaysWhy) {
   ASSERT_TRUE(go(first));  // holds the one served slot
   const std::string err = testing::TempDir() + "refused_" + std::to_string(getpid()) + ".err";
   const std::string cmd = "nbdinfo 'nbd+unix:///?socket=" + s.path() + "' >/dev/null 2>" + err;
-  for (int i = 0; i < 2; i++) EXPECT_NE(test::run_bounded(cmd, 10), 0) << "a client over the limit was served";
-  std::stringstream msg;
-  msg << std::ifstream(err).rdbuf();
-  EXPECT_NE(msg.str().find("server disconnected unexpectedly"), std::string::npos) << msg.str();
+  // Several tries: libnbd's confusing message came when the close beat
+  // its first poll, which was a matter of timing.
+  for (int i = 0; i < 5; i++) {
+    EXPECT_NE(test::run_bounded(cmd, 10), 0) << "a client over the limit was served";
+    std::stringstream msg;
+    msg << std::ifstream(err).rdbuf();
+    EXPECT_NE(msg.str().find("server disconnected unexpectedly"), std::string::npos) << msg.str();
+  }
   {
     std::lock_guard g(mu);
     ASSERT_EQ(logged.size(), 1u) << "two refusals in one episode must log once";
