@@ -2,6 +2,7 @@
 #include "control/control.h"
 
 #include <signal.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -66,7 +67,9 @@ constexpr const char* kUsage =
     "TLS (STARTTLS, through GnuTLS): --tls=on offers it, --tls=require serves nothing without it.\n"
     "--tls-certificates=DIR holds server-cert.pem, server-key.pem, ca-cert.pem (needed by --tls-verify-peer,\n"
     "which requires client certificates signed by that CA) and optionally ca-crl.pem; --tls-psk=FILE holds\n"
-    "psktool's username:hexkey lines.\n"
+    "psktool's username:hexkey lines, each key 16 bytes (32 hex digits) at least. --tls=on still serves\n"
+    "plaintext clients, so with --tls-verify-peer it warns: only --tls=require admits verified clients alone.\n"
+    "A memory-backed null device (--memory_backed=1) larger than the machine's memory is warned about.\n"
     "--blktrace DIR records each device's blktrace events while serving, into DIR/<dev>.blktrace.<cpu>\n"
     "(blkparse -i DIR/<dev>, btt, iowatcher). --control PATH listens there (owner-only) for blkmq attr and\n"
     "blkmq stat: read and write any attribute of the served devices (switch a scheduler) while they serve.\n"
@@ -136,6 +139,35 @@ void warn_plaintext(const Options& o) {
   if (o.server.bind.rfind("127.", 0) == 0) return;
   std::fprintf(stderr, "blkmq nbd: warning: serving %s without TLS: any host that reaches it can read and write the "
                "device (see --tls)\n", o.server.bind.c_str());
+}
+
+// --tls=on serves plaintext clients too, so --tls-verify-peer checks only
+// the clients that choose TLS: whoever the certificate was meant to keep
+// out connects without it.
+void warn_unverified_plaintext(const Options& o) {
+  const blkmq::nbd::TlsConfig& t = o.server.tls;
+  if (t.mode != blkmq::nbd::TlsMode::on || !t.verify_peer) return;
+  std::fprintf(stderr, "blkmq nbd: warning: --tls=on with --tls-verify-peer still serves plaintext clients, "
+               "which no certificate check applies to; use --tls=require to admit only verified clients\n");
+}
+
+bool truthy(const std::string& v) { return v == "1" || v == "true" || v == "yes" || v == "on"; }
+
+// A memory-backed null device keeps every written page in this process:
+// larger than the machine's memory, filling it ends in the OOM killer.
+void warn_memory_backed(const std::vector<ExportOpts>& eos, const std::vector<std::unique_ptr<blkmq::Device>>& devs) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const uint64_t phys = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  for (size_t i = 0; i < eos.size() && i < devs.size(); i++) {
+    auto mb = eos[i].params.find("memory_backed");
+    if (eos[i].driver != "null" || mb == eos[i].params.end() || !truthy(mb->second)) continue;
+    if (devs[i]->size_bytes() <= phys) continue;
+    std::fprintf(stderr, "blkmq nbd: warning: memory-backed device %s (%llu MiB) is larger than this machine's "
+                 "memory (%llu MiB): writing it all would exhaust memory\n", devs[i]->queue().name().c_str(),
+                 static_cast<unsigned long long>(devs[i]->size_bytes() >> 20),
+                 static_cast<unsigned long long>(phys >> 20));
+  }
 }
 
 // --key=value or --key value; flags take no value. Unknown keys are the
@@ -259,10 +291,12 @@ int nbd_main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   warn_plaintext(o);
+  warn_unverified_plaintext(o);
   std::vector<std::unique_ptr<blkmq::Device>> devs;
   blkmq::nbd::HandshakeConfig hs;
   std::vector<Export> exports;
   if (blkmq::Status st = make_exports(o, &devs, &hs, &exports); !st) return bad(st.message());
+  warn_memory_backed(o.exports, devs);
   // Each device is traced until it is destroyed on the way out, which
   // drains its last requests first.
   if (!o.blktrace_dir.empty())
