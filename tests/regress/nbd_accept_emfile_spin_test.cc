@@ -11,7 +11,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -45,7 +48,12 @@ double cpu_seconds() {
   // Use up every descriptor the lowered limit leaves.
   rlimit rl{};
   getrlimit(RLIMIT_NOFILE, &rl);
-  rl.rlim_cur = 64;
+  // The limit bounds descriptor numbers: a few above the highest open one
+  // (a sanitizer runtime may hold some high ones).
+  int highest = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+    highest = std::max(highest, std::atoi(e.path().filename().c_str()));
+  rl.rlim_cur = static_cast<rlim_t>(highest) + 8;
   setrlimit(RLIMIT_NOFILE, &rl);
   std::vector<int> filler;
   for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filler.push_back(fd);
