@@ -248,10 +248,13 @@ void Connection::run() {
     w = std::thread([this] { writer(); });
   } catch (const std::system_error& e) {  // out of threads: this client is refused, the others go on
     reason_ = std::string("cannot start the connection's writer thread: ") + e.what();
+    in_handshake_.store(false);
     ::shutdown(fd_, SHUT_RDWR);
     return;
   }
-  if (handshake()) transmission();
+  const bool in_transmission = handshake();
+  in_handshake_.store(false);
+  if (in_transmission) transmission();
   wait_idle();
   {
     std::lock_guard g(mu_);

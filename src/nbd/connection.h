@@ -12,6 +12,8 @@
 // keeps the two from sending at once.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -109,6 +111,15 @@ class Connection {
   // before, during or after run(), and more than once.
   void stop();
 
+  // Any thread, while the Connection exists: ends the connection at once,
+  // both ways (shutdown SHUT_RDWR), so a reader blocked in recv and a writer
+  // blocked on a client that does not read both return; replies not yet sent
+  // are dropped. What the server uses past its stop grace period, and to
+  // evict a stalled handshake.
+  void abort() { ::shutdown(fd_, SHUT_RDWR); }
+  // Any thread: true until the handshake ends (in transmission, or failed).
+  bool in_handshake() const { return in_handshake_.load(); }
+
   // What ended the connection (for the server's log), valid after run().
   const std::string& end_reason() const { return reason_; }
 
@@ -177,6 +188,7 @@ class Connection {
   bool need_room_ = false;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> send_failed_{false};
+  std::atomic<bool> in_handshake_{true};
 
   std::mutex mu_;
   std::condition_variable cv_;       // the writer: replies to send; the reader: room or idle

@@ -28,6 +28,12 @@ Status tls_error(const std::string& what, int rc) {
 bool readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
 
 // A psktool line: a non-empty name, ':', an even number (>0) of hex digits.
+// The shortest PSK accepted: 16 bytes (128 bits). A PSK is the whole
+// secret, with no slow key derivation in front of it, so a handshake a
+// listener captured lets it test guesses offline at the speed of HMAC; a
+// short key falls to brute force.
+constexpr size_t kMinPskBytes = 16;
+
 bool psk_line_ok(const std::string& line) {
   const size_t colon = line.find(':');
   if (colon == 0 || colon == std::string::npos) return false;
@@ -95,6 +101,11 @@ Status TlsCredentials::load_psk(const std::string& file) {
     if (line.empty()) continue;
     if (!psk_line_ok(line))
       return Status::invalid("TLS: " + file + " line " + std::to_string(n) + ": expected username:hexkey (psktool's format)");
+    if (const size_t hex = line.size() - line.find(':') - 1; hex < 2 * kMinPskBytes)
+      return Status::invalid("TLS: " + file + " line " + std::to_string(n) + ": key of " + std::to_string(hex / 2) +
+                             " bytes is too short: at least " + std::to_string(kMinPskBytes) + " bytes (" +
+                             std::to_string(2 * kMinPskBytes) + " hex digits) are needed, since a shorter key "
+                             "can be found by brute force (psktool -s 32 makes one)");
     keys++;
   }
   if (keys == 0) return Status::invalid("TLS: the PSK file " + file + " holds no key");

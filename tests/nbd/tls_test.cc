@@ -271,5 +271,27 @@ TEST_F(NbdTls, BadCredentialsStopTheServerFromStarting) {
   EXPECT_NE(access((dir_ + "/refused.sock").c_str(), F_OK), 0) << "a refused server left its socket";
 }
 
+// A PSK shorter than 16 bytes falls to brute force: refused, naming the
+// file and the line; 16 bytes are enough.
+TEST_F(NbdTls, ShortPskIsRefusedNamingTheLine) {
+  HandshakeConfig hs;
+  std::vector<Export> exports;
+  ServerConfig sc;
+  sc.socket_path = dir_ + "/shortkey.sock";
+  sc.tls.mode = TlsMode::require;
+  sc.tls.psk_file = dir_ + "/short.psk";
+  std::ofstream(sc.tls.psk_file) << "bob:00112233445566778899aabbccddeeff\n"   // 16 bytes: fine
+                                 << "alice:00112233445566778899aabbccddee\n";   // 15 bytes
+  auto s = Server::listen(sc, hs, exports);
+  ASSERT_FALSE(s.is_ok()) << "a 15-byte PSK was accepted";
+  const std::string m = s.status().message();
+  EXPECT_NE(m.find("short.psk line 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("too short"), std::string::npos) << m;
+  EXPECT_NE(m.find("16 bytes"), std::string::npos) << m;
+  std::ofstream(sc.tls.psk_file) << "bob:00112233445566778899aabbccddeeff\n";
+  auto ok = Server::listen(sc, hs, exports);
+  EXPECT_TRUE(ok.is_ok()) << ok.status().message();
+}
+
 }  // namespace
 }  // namespace blkmq::nbd

@@ -62,6 +62,25 @@ class Served {
   std::string path_;
 };
 
+// A server with no exports listening at `path` (not serving): what a
+// listener does to the path is all that is asked of it.
+inline Result<std::unique_ptr<Server>> listen_at(const std::string& path) {
+  static const HandshakeConfig hs;
+  static const std::vector<Export> none;
+  ServerConfig sc;
+  sc.socket_path = path;
+  return Server::listen(sc, hs, none);
+}
+
+// A fresh path under the test's temp dir, nothing there yet.
+inline std::string temp_path(const std::string& tag) {
+  static int counter = 0;
+  std::string p = testing::TempDir() + "blkmq_" + tag + "_" + std::to_string(getpid()) + "_" +
+                  std::to_string(counter++);
+  ::unlink(p.c_str());
+  return p;
+}
+
 inline int connect_unix(const std::string& path) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un a{};

@@ -90,5 +90,32 @@ TEST(NbdCli, PlaintextTcpOffLoopbackWarns) {
   EXPECT_EQ(err.find("warning"), std::string::npos) << err;
 }
 
+TEST(NbdCli, TlsOnWithVerifyPeerWarnsThatPlaintextGetsIn) {
+  std::string err;
+  // The warning comes at start, before the credentials load (which fails here).
+  run_cli("--driver=null --size=16 --port=0 --tls=on --tls-certificates=/nonexistent --tls-verify-peer --run true",
+          &err);
+  EXPECT_NE(err.find("warning: --tls=on with --tls-verify-peer still serves plaintext clients"), std::string::npos)
+      << err;
+  run_cli("--driver=null --size=16 --port=0 --tls=require --tls-certificates=/nonexistent --tls-verify-peer "
+          "--run true", &err);
+  EXPECT_EQ(err.find("warning"), std::string::npos) << "--tls=require admits no plaintext: " << err;
+}
+
+TEST(NbdCli, MemoryBackedNullLargerThanMemoryWarns) {
+  const unsigned long long phys_mib =
+      static_cast<unsigned long long>(sysconf(_SC_PHYS_PAGES)) * static_cast<unsigned long long>(sysconf(_SC_PAGESIZE)) >> 20;
+  std::string err;
+  // Pages are allocated as they are written: a device twice the memory
+  // costs nothing until then.
+  EXPECT_EQ(run_cli("--driver=null --memory_backed=1 --size=" + std::to_string(2 * phys_mib) + " --port=0 --run true",
+                    &err), 0) << err;
+  EXPECT_NE(err.find("is larger than this machine's memory"), std::string::npos) << err;
+  EXPECT_EQ(run_cli("--driver=null --memory_backed=1 --size=16 --port=0 --run true", &err), 0) << err;
+  EXPECT_EQ(err.find("warning"), std::string::npos) << err;
+  EXPECT_EQ(run_cli("--driver=null --size=" + std::to_string(2 * phys_mib) + " --port=0 --run true", &err), 0) << err;
+  EXPECT_EQ(err.find("warning"), std::string::npos) << "not memory-backed: nothing is stored: " << err;
+}
+
 }  // namespace
 }  // namespace blkmq::test

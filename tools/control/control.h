@@ -13,26 +13,33 @@
 // the message Queue::set_attr gives (the one `--attr` prints).
 #pragma once
 
+#include <atomic>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "blkmq/blkmq.h"
+#include "nbd/unix_listener.h"
 
 namespace control {
 
 class Server {
  public:
-  // Listens on `path` (an existing socket file there is replaced) for
+  // Listens on `path` (a stale socket file there is replaced; a live socket
+  // or any other file is refused with an error naming the path) for
   // requests about `queues`, which must outlive the server. The socket is
   // owner-only (0600) before it accepts anyone, and a peer of another user
-  // (other than root) is refused. Serves one connection at a time from its
-  // own thread (a client should not hold an idle connection open: others
-  // wait for it); an attribute write runs there, as a sysfs write runs in
-  // the writer's task. Task context.
+  // (other than root) is refused. Each client is served on a thread of its
+  // own, 8 at most (a ninth is refused with an error line), so one stuck
+  // client does not hold the others; an answer a client does not take
+  // within 2 s ends its connection. An attribute write runs on the client's
+  // thread, as a sysfs write runs in the writer's task. Task context.
   static blkmq::Result<std::unique_ptr<Server>> start(const std::string& path, std::vector<blkmq::Queue*> queues);
-  // Stops serving (a request in progress finishes) and removes the socket.
+  // Stops serving (a request in progress finishes; a client blocked in a
+  // send is shut down, not waited for) and removes the socket.
   ~Server();
   const std::string& path() const { return path_; }
 
@@ -43,14 +50,23 @@ class Server {
  private:
   Server() = default;
   void run();
+  struct Conn {
+    int fd = -1;
+    std::thread t;
+    std::atomic<bool> done{false};
+  };
   void serve(int fd) const;
+  void reap(bool all);
   blkmq::Queue* find(const std::string& dev) const;
 
   std::string path_;
   std::vector<blkmq::Queue*> queues_;
   int listen_fd_ = -1;
+  blkmq::nbd::UnixListener listener_;  // listen_fd_ and its socket file
   int stop_pipe_[2] = {-1, -1};
-  std::thread thread_;
+  std::thread thread_;               // accepts (run())
+  std::mutex mu_;
+  std::list<Conn> conns_;            // one thread per client
 };
 
 // A client connection. Task context; each call a round trip.

@@ -21,6 +21,12 @@ using nlohmann::json;
 
 // A request line longer than this is refused: no attribute value is near it.
 constexpr size_t kMaxLine = 64 * 1024;
+// Clients served at once, each on its own thread: enough for a few
+// `blkmq attr`/`stat` and a monitoring loop, and a bound on the threads a
+// local user can make the process start.
+constexpr size_t kMaxClients = 8;
+// An answer the client does not take within this long ends its connection.
+constexpr int kSendTimeoutMs = 2000;
 
 Status sys_error(const std::string& what) { return Status::error(errno, what + ": " + std::strerror(errno)); }
 
@@ -62,17 +68,11 @@ blkmq::Result<std::unique_ptr<Server>> Server::start(const std::string& path, st
   std::unique_ptr<Server> s(new Server());
   s->path_ = path;
   s->queues_ = std::move(queues);
-  s->listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s->listen_fd_ < 0) return sys_error("control socket");
-  ::unlink(path.c_str());
-  if (::bind(s->listen_fd_, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0)
-    return sys_error("control socket " + path);
   // Owner-only before listen(): until then nobody can connect.
-  if (::chmod(path.c_str(), 0600) != 0 || ::listen(s->listen_fd_, 8) != 0) {
-    Status st = sys_error("control socket " + path);
-    ::unlink(path.c_str());
-    return st;
-  }
+  auto l = blkmq::nbd::listen_unix_path(path, 8, 0600);
+  if (!l) return Status::error(l.status().code(), "control socket: " + l.status().message());
+  s->listener_ = *l;
+  s->listen_fd_ = l->fd;
   if (::pipe2(s->stop_pipe_, O_CLOEXEC) != 0) return sys_error("control socket pipe");
   s->thread_ = std::thread([p = s.get()] { p->run(); });
   return s;
@@ -81,12 +81,36 @@ blkmq::Result<std::unique_ptr<Server>> Server::start(const std::string& path, st
 Server::~Server() {
   if (thread_.joinable()) {
     const char c = 0;
-    (void)!::write(stop_pipe_[1], &c, 1);
+    (void)!::write(stop_pipe_[1], &c, 1);  // stays readable: every client thread sees it too
     thread_.join();
   }
-  for (int fd : {listen_fd_, stop_pipe_[0], stop_pipe_[1]})
+  // A client thread blocked sending to a peer that does not read is woken
+  // by the shutdown, not left to its send timeout.
+  {
+    std::lock_guard g(mu_);
+    for (Conn& c : conns_) ::shutdown(c.fd, SHUT_RDWR);
+  }
+  reap(true);
+  blkmq::nbd::close_unix_listener(&listener_, path_);  // removes the socket if still ours
+  for (int fd : {stop_pipe_[0], stop_pipe_[1]})
     if (fd >= 0) ::close(fd);
-  if (listen_fd_ >= 0) ::unlink(path_.c_str());
+}
+
+// Joins (outside mu_) and closes the finished client connections, or all.
+void Server::reap(bool all) {
+  std::list<Conn> ended;
+  {
+    std::lock_guard g(mu_);
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      auto next = std::next(it);
+      if (all || it->done.load()) ended.splice(ended.end(), conns_, it);
+      it = next;
+    }
+  }
+  for (Conn& c : ended) {
+    c.t.join();
+    ::close(c.fd);
+  }
 }
 
 void Server::run() {
@@ -97,14 +121,32 @@ void Server::run() {
     if (!(p[0].revents & POLLIN)) continue;
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    if (peer_allowed(fd)) serve(fd);
-    else write_all(fd, refuse("permission denied: another user's process") + "\n");
-    ::close(fd);
+    reap(false);
+    // Every send is bounded: a client that stops reading loses its
+    // connection instead of holding a thread.
+    const timeval tv{kSendTimeoutMs / 1000, (kSendTimeoutMs % 1000) * 1000};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    std::lock_guard g(mu_);
+    const char* why = !peer_allowed(fd) ? "permission denied: another user's process"
+                      : conns_.size() >= kMaxClients ? "too many control connections; try again later"
+                                                     : nullptr;
+    if (why) {
+      write_all(fd, refuse(why) + "\n");
+      ::close(fd);
+      continue;
+    }
+    Conn& c = conns_.emplace_back();
+    c.fd = fd;
+    c.t = std::thread([this, &c] {
+      serve(c.fd);
+      c.done.store(true);
+    });
   }
 }
 
-// Answers each line until the peer closes, the server stops, or a line
-// exceeds kMaxLine.
+// Answers each line until the peer closes, the server stops, a send times
+// out, or a line exceeds kMaxLine. Leaves `fd` open (reap closes it, so a
+// shutdown from the destructor never meets a reused descriptor number).
 void Server::serve(int fd) const {
   std::string buf;
   char chunk[4096];

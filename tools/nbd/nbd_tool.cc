@@ -2,6 +2,7 @@
 #include "control/control.h"
 
 #include <signal.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -44,7 +45,7 @@ struct Options {
 };
 
 constexpr const char* kUsage =
-    "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--run CMD]\n"
+    "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--handshakes N] [--run CMD]\n"
     "                 [--blktrace DIR] [--control PATH] [--sysfs DIR]\n"
     "                 [--tls=off|on|require (--tls-certificates=DIR [--tls-verify-peer] | --tls-psk=FILE)]\n"
     "                 EXPORT [--export NAME EXPORT ...]\n"
@@ -55,11 +56,20 @@ constexpr const char* kUsage =
     "context of its own with its export's --weight (bfq, 1..1000, default 100); --alias NAME=W adds a\n"
     "name for the same device whose connections get weight W. Without --socket or --port it listens on\n"
     "127.0.0.1:10809. --run CMD starts the server, runs CMD with $uri (and $unixsocket) set, and exits\n"
-    "with its status. SIGTERM and SIGINT stop it after in-flight requests finish.\n"
+    "with its status. SIGTERM and SIGINT stop it after in-flight requests finish (5 s at most; then the\n"
+    "connections left are shut down).\n"
+    "--socket PATH replaces only a stale socket there (one nobody answers on): a socket in use, or any other\n"
+    "file, is refused. --connections N (default 16) clients are served at once, past their handshake;\n"
+    "--handshakes N (default 16) more may be in their handshake, apart from them: when those are all taken,\n"
+    "a new client drops the one stalled longest if it has been there 1 s, else it is closed before the\n"
+    "greeting (libnbd: \"server disconnected unexpectedly\"), as are clients over --connections. TCP\n"
+    "connections get keepalive probes (60 s idle, 6 probes 10 s apart).\n"
     "TLS (STARTTLS, through GnuTLS): --tls=on offers it, --tls=require serves nothing without it.\n"
     "--tls-certificates=DIR holds server-cert.pem, server-key.pem, ca-cert.pem (needed by --tls-verify-peer,\n"
     "which requires client certificates signed by that CA) and optionally ca-crl.pem; --tls-psk=FILE holds\n"
-    "psktool's username:hexkey lines.\n"
+    "psktool's username:hexkey lines, each key 16 bytes (32 hex digits) at least. --tls=on still serves\n"
+    "plaintext clients, so with --tls-verify-peer it warns: only --tls=require admits verified clients alone.\n"
+    "A memory-backed null device (--memory_backed=1) larger than the machine's memory is warned about.\n"
     "--blktrace DIR records each device's blktrace events while serving, into DIR/<dev>.blktrace.<cpu>\n"
     "(blkparse -i DIR/<dev>, btt, iowatcher). --control PATH listens there (owner-only) for blkmq attr and\n"
     "blkmq stat: read and write any attribute of the served devices (switch a scheduler) while they serve.\n"
@@ -131,6 +141,35 @@ void warn_plaintext(const Options& o) {
                "device (see --tls)\n", o.server.bind.c_str());
 }
 
+// --tls=on serves plaintext clients too, so --tls-verify-peer checks only
+// the clients that choose TLS: whoever the certificate was meant to keep
+// out connects without it.
+void warn_unverified_plaintext(const Options& o) {
+  const blkmq::nbd::TlsConfig& t = o.server.tls;
+  if (t.mode != blkmq::nbd::TlsMode::on || !t.verify_peer) return;
+  std::fprintf(stderr, "blkmq nbd: warning: --tls=on with --tls-verify-peer still serves plaintext clients, "
+               "which no certificate check applies to; use --tls=require to admit only verified clients\n");
+}
+
+bool truthy(const std::string& v) { return v == "1" || v == "true" || v == "yes" || v == "on"; }
+
+// A memory-backed null device keeps every written page in this process:
+// larger than the machine's memory, filling it ends in the OOM killer.
+void warn_memory_backed(const std::vector<ExportOpts>& eos, const std::vector<std::unique_ptr<blkmq::Device>>& devs) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const uint64_t phys = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  for (size_t i = 0; i < eos.size() && i < devs.size(); i++) {
+    auto mb = eos[i].params.find("memory_backed");
+    if (eos[i].driver != "null" || mb == eos[i].params.end() || !truthy(mb->second)) continue;
+    if (devs[i]->size_bytes() <= phys) continue;
+    std::fprintf(stderr, "blkmq nbd: warning: memory-backed device %s (%llu MiB) is larger than this machine's "
+                 "memory (%llu MiB): writing it all would exhaust memory\n", devs[i]->queue().name().c_str(),
+                 static_cast<unsigned long long>(devs[i]->size_bytes() >> 20),
+                 static_cast<unsigned long long>(phys >> 20));
+  }
+}
+
 // --key=value or --key value; flags take no value. Unknown keys are the
 // current export's driver parameters (create_device refuses the ones it does
 // not know).
@@ -168,12 +207,13 @@ int parse(int argc, char** argv, Options* o) {
     else if (key == "tls-certificates") o->server.tls.certificates = value;
     else if (key == "tls-psk") o->server.tls.psk_file = value;
     else if (key == "connections" && number(value, 1, 4096, &n)) o->server.max_connections = static_cast<unsigned>(n);
+    else if (key == "handshakes" && number(value, 1, 4096, &n)) o->server.max_handshakes = static_cast<unsigned>(n);
     else if (key == "run") o->run = value;
     else if (key == "blktrace" && !value.empty()) o->blktrace_dir = value;
     else if (key == "control" && !value.empty()) o->control_path = value;
     else if (key == "sysfs" && !value.empty()) o->sysfs_dir = value;
     else if (key == "export") o->exports.emplace_back().name = value;
-    else if (key == "port" || key == "connections") return bad("bad value '" + value + "' for --" + key);
+    else if (key == "port" || key == "connections" || key == "handshakes") return bad("bad value '" + value + "' for --" + key);
     else if (!export_option(key, value, &o->exports.back(), &err)) return bad(err);
   }
   if (!o->server.socket_path.empty() && o->server.port >= 0) return bad("--socket and --port exclude each other");
@@ -251,10 +291,12 @@ int nbd_main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   warn_plaintext(o);
+  warn_unverified_plaintext(o);
   std::vector<std::unique_ptr<blkmq::Device>> devs;
   blkmq::nbd::HandshakeConfig hs;
   std::vector<Export> exports;
   if (blkmq::Status st = make_exports(o, &devs, &hs, &exports); !st) return bad(st.message());
+  warn_memory_backed(o.exports, devs);
   // Each device is traced until it is destroyed on the way out, which
   // drains its last requests first.
   if (!o.blktrace_dir.empty())

@@ -1,0 +1,106 @@
+#include "nbd/unix_listener.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace blkmq::nbd {
+namespace {
+
+Status listener_error(const std::string& what) { return Status::error(errno, what + ": " + std::strerror(errno)); }
+
+// What a connect() to an existing socket file says about its owner.
+enum class Probe { live, stale, gone, unknown };
+
+// Non-blocking, so a live server whose backlog is full (EAGAIN) reads as
+// live at once instead of holding the caller.
+Probe probe_socket(const sockaddr_un& a, int* err) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    *err = errno;
+    return Probe::unknown;
+  }
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+  *err = rc == 0 ? 0 : errno;
+  ::close(fd);
+  if (rc == 0 || *err == EAGAIN || *err == EINPROGRESS) return Probe::live;
+  if (*err == ECONNREFUSED) return Probe::stale;
+  if (*err == ENOENT) return Probe::gone;
+  return Probe::unknown;
+}
+
+// Clears the way for bind(): ok when nothing is at `path` or only a stale
+// socket was (now removed); an error naming the path otherwise.
+Status clear_path(const std::string& path, const sockaddr_un& a) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::ok();
+    return listener_error("cannot listen on " + path);
+  }
+  if (!S_ISSOCK(st.st_mode))
+    return Status::error(EEXIST, "cannot listen on " + path + ": the path exists and is not a socket (refusing to "
+                                 "replace it; remove it or choose another path)");
+  int err = 0;
+  switch (probe_socket(a, &err)) {
+    case Probe::live:
+      return Status::error(EADDRINUSE, "cannot listen on " + path + ": socket in use by a running process");
+    case Probe::gone:
+      return Status::ok();
+    case Probe::stale:
+      // Nobody listens: a server that ended without removing it.
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+        return listener_error("cannot remove the stale socket " + path);
+      return Status::ok();
+    case Probe::unknown:
+      break;
+  }
+  return Status::error(err, "cannot listen on " + path + ": cannot tell whether its socket is in use: " +
+                                std::strerror(err));
+}
+
+}  // namespace
+
+Result<UnixListener> listen_unix_path(const std::string& path, int backlog, mode_t mode) {
+  sockaddr_un a{};
+  if (path.empty() || path.size() >= sizeof a.sun_path)
+    return Status::invalid("socket path must be 1.." + std::to_string(sizeof a.sun_path - 1) + " bytes: " + path);
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), path.size());
+  if (Status st = clear_path(path, a); !st) return st;
+  UnixListener l;
+  l.fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (l.fd < 0) return listener_error("socket");
+  // EADDRINUSE here: another server bound the path since the probe.
+  if (::bind(l.fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    Status st = listener_error("cannot listen on " + path);
+    ::close(l.fd);
+    return st;
+  }
+  struct stat st {};
+  const bool ok = ::lstat(path.c_str(), &st) == 0 && (mode == 0 || ::chmod(path.c_str(), mode) == 0) &&
+                  ::listen(l.fd, backlog) == 0;
+  if (!ok) {
+    Status err = listener_error("cannot listen on " + path);
+    ::close(l.fd);
+    ::unlink(path.c_str());
+    return err;
+  }
+  l.dev = st.st_dev;
+  l.ino = st.st_ino;
+  return l;
+}
+
+void close_unix_listener(UnixListener* l, const std::string& path) {
+  if (l->fd < 0) return;
+  ::close(l->fd);
+  l->fd = -1;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino) ::unlink(path.c_str());
+}
+
+}  // namespace blkmq::nbd
