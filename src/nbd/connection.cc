@@ -212,8 +212,9 @@ bool Connection::handshake() {
     pending.erase(0, hs_.consume(pending, &out));
     // STARTTLS's ACK goes out in plaintext.
     if (!out.empty() && !send_all(out)) {
-      reason_ = Transport::now_ns() >= hs_deadline_ns_ && hs_deadline_ns_ ? "handshake timed out (the client does not read)"
-                                                                       : "handshake: send failed";
+      if (hs_.state() == Handshake::State::closed) reason_ = hs_.close_reason();  // ABORT's ACK to a client gone
+      else if (hs_deadline_ns_ && Transport::now_ns() >= hs_deadline_ns_) reason_ = "handshake timed out (the client does not read)";
+      else reason_ = "handshake: send failed";
       return false;
     }
   }
