@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 
 #include "support/blkparse.h"
@@ -115,6 +116,25 @@ TEST(NbdCli, MemoryBackedNullLargerThanMemoryWarns) {
   EXPECT_EQ(err.find("warning"), std::string::npos) << err;
   EXPECT_EQ(run_cli("--driver=null --size=" + std::to_string(2 * phys_mib) + " --port=0 --run true", &err), 0) << err;
   EXPECT_EQ(err.find("warning"), std::string::npos) << "not memory-backed: nothing is stored: " << err;
+}
+
+// --idle-timeout ends a connection that sits idle with nothing in flight
+// (off by default); --max-inflight takes MiB, 32 at least.
+TEST(NbdCli, IdleTimeoutEndsAnIdleConnectionOnlyWhenSet) {
+  if (std::system("/usr/bin/python3 -c 'import nbd' 2>/dev/null") != 0) GTEST_SKIP() << "python3-libnbd is not installed";
+  const std::string script = testing::TempDir() + "blkmq_idle_" + std::to_string(getpid()) + ".py";
+  std::ofstream(script) << "import nbd, os, time\nh = nbd.NBD()\nh.connect_uri(os.environ['uri'])\nh.pread(512, 0)\n"
+                           "time.sleep(1.5)\ntry:\n    h.pread(512, 0)\n    print('still connected')\n"
+                           "except Exception:\n    print('ended')\n";
+  std::string out;
+  EXPECT_EQ(run_cli("--driver=null --size=16 --port=0 --idle-timeout 1 --max-inflight 64 --run '/usr/bin/python3 " +
+                        script + "'", &out), 0) << out;
+  EXPECT_NE(out.find("ended"), std::string::npos) << out;
+  EXPECT_NE(out.find("connection ended: idle timeout"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("--driver=null --size=16 --port=0 --run '/usr/bin/python3 " + script + "'", &out), 0) << out;
+  EXPECT_NE(out.find("still connected"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("--driver=null --size=16 --port=0 --max-inflight 8 --run true", &out), 1) << "under 32 MiB";
+  std::remove(script.c_str());
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ struct Options {
 
 constexpr const char* kUsage =
     "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--handshakes N] [--run CMD]\n"
+    "                 [--idle-timeout SECONDS] [--max-inflight MiB]\n"
     "                 [--blktrace DIR] [--control PATH] [--sysfs DIR]\n"
     "                 [--tls=off|on|require (--tls-certificates=DIR [--tls-verify-peer] | --tls-psk=FILE)]\n"
     "                 EXPORT [--export NAME EXPORT ...]\n"
@@ -63,7 +64,10 @@ constexpr const char* kUsage =
     "--handshakes N (default 16) more may be in their handshake, apart from them: when those are all taken,\n"
     "a new client drops the one stalled longest if it has been there 1 s, else it is closed before the\n"
     "greeting (libnbd: \"server disconnected unexpectedly\"), as are clients over --connections. TCP\n"
-    "connections get keepalive probes (60 s idle, 6 probes 10 s apart).\n"
+    "connections get keepalive probes (60 s idle, 6 probes 10 s apart). --idle-timeout S ends a connection\n"
+    "with nothing in flight that sends nothing for S seconds (default 0: never). --max-inflight MiB bounds\n"
+    "the payload buffers of all connections together (default: an eighth of the machine's memory, at\n"
+    "least 256; 32 at least): a request that does not fit waits.\n"
     "TLS (STARTTLS, through GnuTLS): --tls=on offers it, --tls=require serves nothing without it.\n"
     "--tls-certificates=DIR holds server-cert.pem, server-key.pem, ca-cert.pem (needed by --tls-verify-peer,\n"
     "which requires client certificates signed by that CA) and optionally ca-crl.pem; --tls-psk=FILE holds\n"
@@ -208,12 +212,15 @@ int parse(int argc, char** argv, Options* o) {
     else if (key == "tls-psk") o->server.tls.psk_file = value;
     else if (key == "connections" && number(value, 1, 4096, &n)) o->server.max_connections = static_cast<unsigned>(n);
     else if (key == "handshakes" && number(value, 1, 4096, &n)) o->server.max_handshakes = static_cast<unsigned>(n);
+    else if (key == "idle-timeout" && number(value, 0, 86400, &n)) o->server.conn.idle_timeout_ms = static_cast<unsigned>(n * 1000);
+    else if (key == "max-inflight" && number(value, 32, 1ul << 30, &n)) o->server.max_inflight_bytes = uint64_t{n} << 20;
     else if (key == "run") o->run = value;
     else if (key == "blktrace" && !value.empty()) o->blktrace_dir = value;
     else if (key == "control" && !value.empty()) o->control_path = value;
     else if (key == "sysfs" && !value.empty()) o->sysfs_dir = value;
     else if (key == "export") o->exports.emplace_back().name = value;
-    else if (key == "port" || key == "connections" || key == "handshakes") return bad("bad value '" + value + "' for --" + key);
+    else if (key == "port" || key == "connections" || key == "handshakes" || key == "idle-timeout" || key == "max-inflight")
+      return bad("bad value '" + value + "' for --" + key);
     else if (!export_option(key, value, &o->exports.back(), &err)) return bad(err);
   }
   if (!o->server.socket_path.empty() && o->server.port >= 0) return bad("--socket and --port exclude each other");
