@@ -1,7 +1,7 @@
 # make run   set-up, build, and the main job: blkmq reproduce --quick, the four seed experiments
 # make test  set-up, build, and every test: release, the rbd driver on a throw-away Ceph cluster,
 #            ASan+UBSan, TSan, and a bounded NBD fuzz run
-# make fuzz  the NBD handshake/request fuzzer, built without a CMake tree, run for FUZZ_SECONDS
+# make fuzz  the NBD fuzzers (the codec; a real connection on a null device), FUZZ_SECONDS each
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 PKGS := build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev \
@@ -63,10 +63,12 @@ test-tsan: deps build/tsan/build.ninja
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  BLKMQ_STRESS_SCALE=0.25 setarch -R ctest --test-dir build/tsan --output-on-failure -L 'concurrency|stress'
 
-# The fuzzer needs only the NBD codec (pure, no blkmq engine), so it is built
-# straight from those sources. CI gives it under a minute: 30 s of fuzzing
-# plus the ~20 s compile. New inputs go to build/fuzz/corpus; fuzz/corpus is the
-# committed seed set and is only read.
+# Two fuzzers. nbd_fuzz needs only the NBD codec (pure, no blkmq engine), so
+# it is built straight from those sources. nbd_conn_fuzz drives a real
+# Connection on a null device, so it needs the library built by clang for
+# libFuzzer: a fourth CMake tree (BLKMQ_SANITIZE=fuzzer, the library only,
+# about a minute here). Each fuzzes FUZZ_SECONDS; both start from the
+# committed seeds in fuzz/corpus (only read); new inputs go to build/fuzz/.
 FUZZ_SECONDS ?= 30
 FUZZ_SRCS := fuzz/nbd_fuzz.cc src/nbd/handshake.cc src/nbd/protocol.cc
 
@@ -75,11 +77,18 @@ build/fuzz/nbd_fuzz: $(FUZZ_SRCS) src/nbd/handshake.h src/nbd/protocol.h src/nbd
 	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -Iinclude -Isrc -o $@ $(FUZZ_SRCS)
 
-fuzz: deps build/fuzz/nbd_fuzz
-	@mkdir -p build/fuzz/corpus
+build/fuzz-conn/build.ninja:
+	CC=clang CXX=clang++ cmake -S . -B build/fuzz-conn -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBLKMQ_SANITIZE=fuzzer
+
+fuzz: deps build/fuzz/nbd_fuzz build/fuzz-conn/build.ninja
+	@mkdir -p build/fuzz/corpus build/fuzz/conn-corpus
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/fuzz/nbd_fuzz -max_total_time=$(FUZZ_SECONDS) \
 	  -rss_limit_mb=1024 -timeout=10 -print_final_stats=1 -artifact_prefix=build/fuzz/ \
 	  build/fuzz/corpus fuzz/corpus
+	cmake --build build/fuzz-conn -j $(JOBS)
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build/fuzz-conn/nbd_conn_fuzz -max_total_time=$(FUZZ_SECONDS) \
+	  -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 -artifact_prefix=build/fuzz/conn- \
+	  build/fuzz/conn-corpus fuzz/corpus
 
 test-fuzz: fuzz
 

@@ -49,6 +49,20 @@ SEEDS = {
                  opt(7, go_data(b"disk")) + REQUESTS,
 }
 
+# For nbd_conn_fuzz (a real Connection; its config byte: bit 0 min block
+# 512, bit 1 read-only, bit 2 base:allocation): byte-granular requests, TRIM
+# with FUA, structured replies with BLOCK_STATUS, and a WRITE whose payload
+# is cut by a DISC's bytes.
+CONN = (req(1, 1000, 100, cookie=1) + b"\x11" * 100 + req(0, 999, 102, cookie=2) + req(4, 0, 8192, flags=1, cookie=3) +
+        req(1, 0, 65536, flags=1, cookie=4) + b"\x22" * 65536 + req(0, 1, (1 << 20) + 14, cookie=5) +
+        req(5, 0, 4096, cookie=6))
+SEEDS.update({
+    "conn_unaligned": bytes([0x04, 11]) + FLAGS + opt(8) + opt(10, meta_data(b"disk", [b"base:allocation"])) +
+                      opt(7, go_data(b"disk")) + CONN + req(7, 0, 1 << 20, cookie=7) + req(2, 0, 0, cookie=8),
+    "conn_cut_write": bytes([0x01, 13]) + FLAGS + opt(7, go_data(b"disk", (3,))) + CONN +
+                      req(1, 0, 1 << 20, cookie=9) + b"\x33" * 1000 + req(2, 0, 0, cookie=10),
+})
+
 here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 os.makedirs(here, exist_ok=True)
 for name, data in SEEDS.items():
