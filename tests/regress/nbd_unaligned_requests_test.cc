@@ -18,21 +18,6 @@
 namespace blkmq::nbd::regress {
 namespace {
 
-// GO asking for NBD_INFO_BLOCK_SIZE: the client agrees to the minimum.
-bool go_agreeing(int fd) {
-  if (read_n(fd, 18).size() != 18) return false;
-  if (!send_all(fd, test::client_flags(kClientFixedNewstyle | kClientNoZeroes) +
-                        test::option(kOptGo, test::go_data("", {kInfoBlockSize}))))
-    return false;
-  for (std::string h; (h = read_n(fd, 20)).size() == 20;) {
-    const uint32_t type = get32(h.data() + 12);
-    read_n(fd, get32(h.data() + 16));
-    if (type == kRepAck) return true;
-    if (type & kRepErrBit) return false;
-  }
-  return false;
-}
-
 // completion_nsec: a device slow enough that RMWs of different connections
 // overlap unless something orders them.
 std::unique_ptr<Device> memory_null(const char* lbs = "512", const char* completion_nsec = "0") {
@@ -69,7 +54,7 @@ TEST(NbdRegress, UnalignedWriteLandsWhereItWasSentNotTruncated) {
 TEST(NbdRegress, ClientsThatAgreedToTheMinimumBlockGetEinvalForUnalignedRequests) {
   Served s(memory_null(), ServerConfig{}, 512);
   const int fd = connect_unix(s.path());
-  ASSERT_TRUE(go_agreeing(fd));
+  ASSERT_TRUE(go(fd, true));
   EXPECT_EQ(request(fd, kCmdWrite, 1000, 100, std::string(100, 'x')), uint32_t{kErrInval});
   EXPECT_EQ(request(fd, kCmdRead, 100, 512), uint32_t{kErrInval});
   ::close(fd);

@@ -127,11 +127,13 @@ inline bool closed_by_peer(int fd) {
   return read_some(fd, &c, 1) == 0;
 }
 
-// Greeting, flags and GO on the default export; true at the ACK.
-inline bool go(int fd) {
+// Greeting, flags and GO on the default export; true at the ACK. With
+// `agree_block_size` the GO asks for NBD_INFO_BLOCK_SIZE, and so agrees to
+// the advertised minimum block (without it the server takes any byte range).
+inline bool go(int fd, bool agree_block_size = false) {
   if (read_n(fd, 18).size() != 18) return false;
-  if (!send_all(fd, test::client_flags(kClientFixedNewstyle | kClientNoZeroes) +
-                        test::option(kOptGo, test::go_data(""))))
+  const std::string data = agree_block_size ? test::go_data("", {kInfoBlockSize}) : test::go_data("");
+  if (!send_all(fd, test::client_flags(kClientFixedNewstyle | kClientNoZeroes) + test::option(kOptGo, data)))
     return false;
   for (std::string h; (h = read_n(fd, 20)).size() == 20;) {
     const uint32_t type = get32(h.data() + 12);

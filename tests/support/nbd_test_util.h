@@ -240,7 +240,12 @@ class RawClient {
   int fd_ = -1;
 };
 
-inline bool have(const char* tool) { return std::system((std::string("command -v ") + tool + " >/dev/null").c_str()) == 0; }
+inline bool have(const char* tool) {
+  std::string cmd = "command -v ";  // built by appends: GCC 12 warns (-Warray-bounds) about the operator+ chain
+  cmd += tool;
+  cmd += " >/dev/null";
+  return std::system(cmd.c_str()) == 0;
+}
 
 // Runs one command (redirections allowed, no pipes or lists) under
 // `timeout`, so a hung client fails the test instead of hanging it; its
