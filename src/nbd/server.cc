@@ -10,10 +10,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
+#include <exception>
 
 #include "nbd/unix_listener.h"
 
@@ -271,15 +272,23 @@ void Server::start_connection(int fd) {
   refusing_ = false;
   Conn& c = conns_.emplace_back();
   c.accepted = std::chrono::steady_clock::now();
-  c.c = std::make_unique<Connection>(fd, hs_, exports_, cfg_.conn, tls_.get());
-  c.t = std::thread([this, &c] {
-    c.c->run();
-    {
-      std::lock_guard g2(mu_);
-      c.done.store(true);
-    }
-    ended_.notify_all();
-  });
+  try {
+    c.c = std::make_unique<Connection>(fd, hs_, exports_, cfg_.conn, tls_.get());
+    c.t = std::thread([this, &c] {
+      c.c->run();
+      {
+        std::lock_guard g2(mu_);
+        c.done.store(true);
+      }
+      ended_.notify_all();
+    });
+  } catch (const std::exception& e) {
+    // Out of threads or memory: this client is refused (its socket closed
+    // by the Connection, or here), the ones served go on.
+    if (!c.c) ::close(fd);
+    conns_.pop_back();
+    log(std::string("refused a client: ") + e.what());
+  }
 }
 
 }  // namespace blkmq::nbd

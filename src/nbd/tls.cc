@@ -274,12 +274,15 @@ ssize_t Transport::plain_recv(char* p, size_t n) {
 
 ssize_t Transport::send(const char* p, size_t n) {
   if (!session_) return plain_send(p, n);
+  // The session stays locked while a partly sent record waits for the
+  // socket: a record the reader took in between (a KeyUpdate that asks for
+  // ours) changes GnuTLS's send state under the pending record, and the
+  // retry then sent part of the stream twice (seen: 1 run in 6 of
+  // NbdRegress.TlsKeyUpdate...). The reader waits meanwhile; a client that
+  // writes without reading its replies is bounded by the send timeout.
+  std::lock_guard g(session_mu_);
   for (;;) {
-    ssize_t k;
-    {
-      std::lock_guard g(session_mu_);
-      k = gnutls_record_send(session_, p, n);
-    }
+    const ssize_t k = gnutls_record_send(session_, p, n);
     if (k > 0) return k;
     if (k == GNUTLS_E_INTERRUPTED) continue;
     // AGAIN: the socket took part of the record; GnuTLS keeps the rest and

@@ -74,11 +74,12 @@ class TlsCredentials {
 // handshake). Waits for the socket are poll()s outside any lock; the socket
 // itself is only ever read and written with MSG_DONTWAIT. Under TLS every
 // call into the session (gnutls_record_recv, gnutls_record_send) holds one
-// mutex, so a record the reader's receive must answer (a TLS 1.3 KeyUpdate
-// that asks for ours) is never sent while the writer sends: GnuTLS allows a
-// reader and a writer at once only while neither side's receive writes.
-// No call into the session blocks on the socket, so the mutex is held for
-// the cost of one record's crypto, never for a slow peer.
+// mutex: a TLS 1.3 KeyUpdate that asks for ours changes the session's send
+// state from the reader's receive, which must not meet the writer's send.
+// A receive never holds it while it waits for the socket; a send holds it
+// while a partly sent record waits for room (see send()), so under TLS a
+// client that does not read its replies stalls its own requests too, until
+// the send timeout.
 class Transport {
  public:
   // Does not own fd. A send waits at most `send_timeout_ms` for the socket
