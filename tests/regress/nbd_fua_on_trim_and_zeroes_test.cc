@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -82,6 +84,54 @@ TEST(NbdRegress, FuaWriteZeroesOnANativeFuaFileIsFlushedBeforeTheReply) {
   }
   ::unlink(file.c_str());
   ::rmdir(dir.c_str());
+}
+
+// The same on a block device (a loop device over a temp file, uring with
+// direct=1): the kernel's write cache, so FUA is native and fallocate
+// ignored it just the same.
+TEST(NbdRegress, FuaWriteZeroesOnABlockDeviceIsFlushedBeforeTheReply) {
+  std::string dir = testing::TempDir() + "blkmq_fua_loop_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string file = dir + "/backing.img";
+  std::string loop;
+  if (std::system(("truncate -s 8M " + file).c_str()) == 0) {
+    if (FILE* p = ::popen(("losetup -f --show " + file + " 2>/dev/null").c_str(), "r")) {
+      char buf[64] = {};
+      if (std::fgets(buf, sizeof buf, p)) loop = buf;
+      ::pclose(p);
+    }
+  }
+  while (!loop.empty() && (loop.back() == '\n' || loop.back() == ' ')) loop.pop_back();
+  if (loop.empty()) {
+    ::unlink(file.c_str());
+    ::rmdir(dir.c_str());
+    GTEST_SKIP() << "no loop device (needs root and the loop module)";
+  }
+  struct Detach {  // whatever the test's outcome
+    std::string loop, file, dir;
+    ~Detach() {
+      std::system(("losetup -d " + loop).c_str());
+      ::unlink(file.c_str());
+      ::rmdir(dir.c_str());
+    }
+  } detach{loop, file, dir};
+  {
+    auto dev = create_device("uring", {{"filename", loop}, {"direct", "1"}});
+    ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+    if (!dev.value()->queue().limits().max_write_zeroes_sectors) GTEST_SKIP() << loop << " cannot zero";
+    Served s(std::move(*dev), ServerConfig{}, 512, kTxSendWriteZeroes);
+    const int fd = connect_unix(s.path());
+    ASSERT_TRUE(go(fd));
+    ASSERT_EQ(request(fd, kCmdWrite, 0, 65536, std::string(65536, '\x66')), 0u);
+    const uint64_t before = flushes(s.device());
+    EXPECT_EQ(request(fd, kCmdWriteZeroes, 0, 65536, {}, nullptr, kCmdFlagFua), 0u);
+    if (s.device().queue().limits().write_cache)
+      EXPECT_TRUE(flushed_past(s.device(), before)) << "WRITE_ZEROES with FUA on " << loop << " was not flushed";
+    std::string back;
+    ASSERT_EQ(request(fd, kCmdRead, 0, 65536, {}, &back), 0u);
+    EXPECT_EQ(back, std::string(65536, '\0'));
+    ::close(fd);
+  }
 }
 
 }  // namespace
