@@ -154,7 +154,11 @@ Status elevator_init_default(QueueImpl* q) {
   const ElevatorType* t = find_elevator("mq-deadline");
   if (!t) return Status::ok();
   std::lock_guard<std::mutex> g(q->sysfs_lock_);
-  return init_new(q, t);
+  // The queue is on its set's list already: an update_nr_hw_queues that
+  // ends now restarts its requeue work, whose run reads the elevator. As
+  // the kernel's elevator_init_mq freezes the new queue, attach frozen and
+  // quiesced (no I/O yet: immediate).
+  return with_queue_frozen(q, [&] { return init_new(q, t); });
 }
 
 Status elevator_switch(QueueImpl* q, std::string_view name) {

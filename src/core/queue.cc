@@ -207,6 +207,12 @@ void QueueImpl::mark_dead_impl() {
 }
 
 QueueImpl::~QueueImpl() {
+  // No update_nr_hw_queues while the queue is torn down: it would quiesce
+  // and unquiesce it (undoing the drain's quiesce) and restart its requeue
+  // and run work after they were cancelled, on a queue about to be freed.
+  // Held shared, as queue creation and scheduler switches hold it, until
+  // the queue is off the set's list, where no update can reach it.
+  std::shared_lock<std::shared_mutex> update(set_->update_lock_);
   mark_dead_impl();
   // Drain: everything submitted ends; queued I/O is dispatched.
   if (quiesce_depth_.load()) {
@@ -219,10 +225,7 @@ QueueImpl::~QueueImpl() {
   timeout_timer_.cancel_sync();
   kblockd_flush_work(&timeout_work_);
   requeue_work_.cancel_sync();
-  {
-    std::shared_lock<std::shared_mutex> l(set_->update_lock_);
-    elevator_exit(this);
-  }
+  elevator_exit(this);
   {
     std::lock_guard<std::mutex> g(set_->lock_);
     exit_hctxs();
@@ -231,6 +234,7 @@ QueueImpl::~QueueImpl() {
     v.erase(std::remove(v.begin(), v.end(), this), v.end());
     if (v.size() <= 1) set_->set_queue_shared(false, this);
   }
+  update.unlock();
   for (auto& h : hctx_graveyard_) h->run_work.cancel_sync();
   flush_queue_free(fq_);
   std::lock_guard<std::mutex> l(trace_lock_);  // the drained I/O's events go in the files

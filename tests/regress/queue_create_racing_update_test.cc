@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -61,6 +63,51 @@ TEST(QueueCreateRacingUpdate, CreationReadsTheQueueCountsUnderTheSetsLock) {
   stop = true;
   updater.join();
   EXPECT_GE(updates.load(), 20u);
+}
+
+// Regression: a new queue's default scheduler (mq-deadline for one hw
+// queue) was attached with the queue neither frozen nor quiesced, but the
+// queue was already on the set's list, so an update_nr_hw_queues finishing
+// meanwhile restarted its requeue work, whose queue run read the elevator
+// as init set it (TSan, in BlktestsSharedSet.TwoDevicesPoweredOnAndOffFromTwoThreads
+// beside block/038's updates). The kernel's elevator_init_mq freezes the
+// queue and cancels its dispatch work; here the attach runs frozen and
+// quiesced, as a switch does.
+TEST(QueueCreateRacingUpdate, TheDefaultSchedulerIsAttachedWithTheQueueQuiesced) {
+  Watchdog wd("default scheduler attach racing update_nr_hw_queues", std::chrono::seconds(60));
+  DriverOps ops;
+  ops.queue_rq = inline_queue_rq;
+  TagSetConfig c;
+  c.ops = &ops;
+  c.nr_queues[0] = 1;
+  c.queue_depth = 8;
+  auto set = TagSet::create(c);
+  ASSERT_TRUE(set) << set.status().message();
+  std::atomic<bool> stop{false};
+  std::atomic<unsigned> updates{0};
+  std::thread updater([&] {
+    while (!stop.load()) {
+      EXPECT_TRUE((*set)->update_nr_hw_queues(1, 0));
+      updates++;
+    }
+  });
+  std::unique_ptr<Queue> last;
+  for (int i = 0; i < 20 || updates.load() < 20; i++) {
+    QueueConfig qc;
+    qc.limits.capacity_sectors = 2048;  // no scheduler named: the default rule
+    auto q = Queue::create(**set, qc);
+    ASSERT_TRUE(q) << q.status().message();
+    uint8_t buf[512] = {};
+    EXPECT_EQ((*q)->read_sync(buf, 0, sizeof buf), BlkStatus::ok);
+    last = std::move(*q);
+  }
+  stop = true;
+  updater.join();
+  // Read once no update runs: an update detaches the scheduler for its
+  // duration, as the kernel's does, and puts it back.
+  auto sched = last->attr("queue/scheduler");
+  ASSERT_TRUE(sched);
+  EXPECT_NE(sched->find("[mq-deadline]"), std::string::npos) << *sched;
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 // write ticks) after 1500 reads, 1500 writes, then 1500 reads beside two
 // writers of 1800 each, and expects 1, 1 and then 1 and 2 more seconds.
 // The same sequence, shorter, with bounds instead of rounding: each field
-// grows by at least the I/Os' device time and, for one thread, by no more
-// than the wall time; io_ticks (field 10) follows the wall time.
+// grows by at least the I/Os' device time and, for one thread, by about
+// the wall time at most; io_ticks (field 10) follows the wall time.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -62,12 +62,14 @@ TEST(BlktestsIostat, SubMillisecondIosStillAddUpInTheTimeFields) {
   const DiskStat s0 = settled_stat(q);
   auto t0 = Clock::now();
   sync_ios(q, false, n, 0);
-  const double read_wall = ms_since(t0);
+  // The wall times end once the stat is settled: the last request's
+  // accounting ends after its bio did.
   const DiskStat s1 = settled_stat(q);
+  const double read_wall = ms_since(t0);
   t0 = Clock::now();
   sync_ios(q, true, n, 0);
-  const double write_wall = ms_since(t0);
   const DiskStat s2 = settled_stat(q);
+  const double write_wall = ms_since(t0);
   // One reader beside two writers: the write field counts both writers'
   // time, twice the wall time, as blktests' "write 2 s".
   t0 = Clock::now();
@@ -76,8 +78,8 @@ TEST(BlktestsIostat, SubMillisecondIosStillAddUpInTheTimeFields) {
   sync_ios(q, false, n, 3);
   w1.join();
   w2.join();
-  const double mixed_wall = ms_since(t0);
   const DiskStat s3 = settled_stat(q);
+  const double mixed_wall = ms_since(t0);
   std::printf("[          ] %u I/Os of %.1f ms: read %llu ms in %.0f, write %llu ms in %.0f, then read %llu "
               "and write %llu ms in %.0f; io_ticks %llu ms\n",
               n, kIoMs, (unsigned long long)(s1.read_ticks_ms - s0.read_ticks_ms), read_wall,
@@ -86,16 +88,20 @@ TEST(BlktestsIostat, SubMillisecondIosStillAddUpInTheTimeFields) {
               (unsigned long long)(s3.write_ticks_ms - s2.write_ticks_ms), mixed_wall,
               (unsigned long long)(s3.io_ticks_ms - s0.io_ticks_ms));
   const double device_ms = n * kIoMs;
+  // A request's time ends when it is accounted, after its bio has ended
+  // and the next I/O may have started (the kernel's order too), so the
+  // times of one thread's I/Os overlap a little; more under TSan.
+  auto at_most = [](double wall) { return 1.25 * wall + 2; };
   // Truncation to whole ms per I/O would leave these at 0.
   EXPECT_GE(double(s1.read_ticks_ms - s0.read_ticks_ms), device_ms - 1);
-  EXPECT_LE(double(s1.read_ticks_ms - s0.read_ticks_ms), read_wall + 1);
+  EXPECT_LE(double(s1.read_ticks_ms - s0.read_ticks_ms), at_most(read_wall));
   EXPECT_GE(double(s2.write_ticks_ms - s1.write_ticks_ms), device_ms - 1);
-  EXPECT_LE(double(s2.write_ticks_ms - s1.write_ticks_ms), write_wall + 1);
+  EXPECT_LE(double(s2.write_ticks_ms - s1.write_ticks_ms), at_most(write_wall));
   EXPECT_EQ(s1.read_ios - s0.read_ios, n);
   EXPECT_EQ(s2.write_ios - s1.write_ios, n);
   EXPECT_GE(double(s3.read_ticks_ms - s2.read_ticks_ms), device_ms - 1);
   EXPECT_GE(double(s3.write_ticks_ms - s2.write_ticks_ms), 2 * device_ms - 1);
-  EXPECT_LE(double(s3.write_ticks_ms - s2.write_ticks_ms), 2 * mixed_wall + 1);
+  EXPECT_LE(double(s3.write_ticks_ms - s2.write_ticks_ms), 2 * at_most(mixed_wall));
   // time_in_queue is every group's ticks together.
   EXPECT_GE(s3.time_in_queue_ms - s0.time_in_queue_ms,
             (s3.read_ticks_ms - s0.read_ticks_ms) + (s3.write_ticks_ms - s0.write_ticks_ms) - 1);

@@ -2,9 +2,9 @@
 // (kBioPolled on null's poll queue, reaped only by Queue::poll) while
 // another thread rotates the scheduler and the hw queue count changes.
 // blktests runs fio's pvsync2 --hipri with io_poll_delay -1, 0 and 4;
-// blkmq has classic polling only (the kernel removed hybrid polling in
-// 5.17, io_poll_delay reads -1), so the case is classic polling made
-// harder: freezes for the updates wait for requests only a poller can end.
+// blkmq has classic polling only (no hybrid polling, no io_poll_delay),
+// so the case is classic polling made harder: the freezes for the
+// switches and updates wait for requests only a poller can end.
 #include <gtest/gtest.h>
 
 #include <atomic>
