@@ -292,6 +292,16 @@ TEST(RbdNbd, NbdcopyRoundTripThroughBlkmqNbd) {
   EXPECT_EQ(srv.stop(SIGTERM), 0);
 }
 
+bool have_python_libnbd() { return std::system("/usr/bin/python3 -c 'import nbd' 2>/dev/null") == 0; }
+
+// Runs `body` (Python, with `h` a libnbd handle connected to `uri`) from a
+// script in `dir`; its output ends with "ok" when the body got through.
+test::Shell run_libnbd(const devtest::TempDir& dir, const std::string& uri, const std::string& body) {
+  const std::string script = dir.file("client.py");
+  std::ofstream(script) << "import nbd, sys\nh = nbd.NBD()\nh.connect_uri(sys.argv[1])\n" << body << "print('ok')\n";
+  return test::sh("/usr/bin/python3 " + script + " '" + uri + "'", 60);
+}
+
 // Issue 26: WRITE_ZEROES and TRIM with FUA failed with EINVAL on an rbd
 // export (FUA is emulated there, and the flush machinery turned the op into
 // a data-less WRITE), so a client in write-through mode (qemu
@@ -299,19 +309,17 @@ TEST(RbdNbd, NbdcopyRoundTripThroughBlkmqNbd) {
 // server now sends the op without FUA and a FLUSH after it.
 TEST(RbdNbd, ZeroAndTrimWithFuaWorkAndReadBackZeros) {
   NEED_CLUSTER();
-  if (std::system("/usr/bin/python3 -c 'import nbd' 2>/dev/null") != 0) GTEST_SKIP() << "python3-libnbd is not installed";
+  if (!have_python_libnbd()) GTEST_SKIP() << "python3-libnbd is not installed";
   ASSERT_EQ(g_cluster->rbd("create --size 16 rbd/nbdfua").status, 0);
   devtest::TempDir dir("blkmq-rbd-fua");
   test::CliServer srv({"--driver=rbd", "--conf=" + g_cluster->conf(), "--rbdname=nbdfua"});
   ASSERT_TRUE(srv.up());
-  const std::string script = dir.file("fua.py");
-  std::ofstream(script) << "import nbd, sys\nh = nbd.NBD()\nh.connect_uri(sys.argv[1])\n"
-                           "h.pwrite(b'\\x5a' * 131072, 0)\n"
-                           "h.zero(65536, 0, nbd.CMD_FLAG_FUA)\n"
-                           "h.trim(65536, 65536, nbd.CMD_FLAG_FUA)\n"
-                           "assert h.pread(131072, 0) == bytes(131072), 'not zero after FUA zero/trim'\n"
-                           "h.shutdown()\nprint('ok')\n";
-  const test::Shell r = test::sh("/usr/bin/python3 " + script + " '" + srv.uri() + "'", 60);
+  const test::Shell r = run_libnbd(dir, srv.uri(),
+                                   "h.pwrite(b'\\x5a' * 131072, 0)\n"
+                                   "h.zero(65536, 0, nbd.CMD_FLAG_FUA)\n"
+                                   "h.trim(65536, 65536, nbd.CMD_FLAG_FUA)\n"
+                                   "assert h.pread(131072, 0) == bytes(131072), 'not zero after FUA zero/trim'\n"
+                                   "h.shutdown()\n");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ok"), std::string::npos) << r.output;
   EXPECT_EQ(srv.stop(SIGTERM), 0);
@@ -325,7 +333,7 @@ TEST(RbdNbd, ZeroAndTrimWithFuaWorkAndReadBackZeros) {
 // or new). The image is read back with `rbd export`, past every cache.
 TEST(RbdNbd, SigkillLosesOnlyUnflushedWritesAndThoseWhole) {
   NEED_CLUSTER();
-  if (std::system("/usr/bin/python3 -c 'import nbd' 2>/dev/null") != 0) GTEST_SKIP() << "python3-libnbd is not installed";
+  if (!have_python_libnbd()) GTEST_SKIP() << "python3-libnbd is not installed";
   ASSERT_EQ(g_cluster->rbd("create --size 16 rbd/nbdcut").status, 0);
   devtest::TempDir dir("blkmq-rbd-cut");
   // librbd's default policy (writearound) sends every write on at once,
@@ -344,13 +352,10 @@ TEST(RbdNbd, SigkillLosesOnlyUnflushedWritesAndThoseWhole) {
   // 64 KiB of 0xa5 flushed (the flush also turns librbd's cache from
   // write-through to write-back); 4 KiB of 0x5a with FUA; 64 KiB of 0x11
   // after them, never flushed; then the server dies mid-connection.
-  const std::string script = dir.file("cut.py");
-  std::ofstream(script) << "import nbd, sys\nh = nbd.NBD()\nh.connect_uri(sys.argv[1])\n"
-                           "h.pwrite(b'\\xa5' * 65536, 0); h.flush()\n"
-                           "h.pwrite(b'\\x5a' * 4096, 65536, nbd.CMD_FLAG_FUA)\n"
-                           "h.pwrite(b'\\x11' * 65536, 131072)\n"
-                           "print('written', flush=True)\n";
-  const test::Shell w = test::sh("/usr/bin/python3 " + script + " '" + srv.uri() + "'", 60);
+  const test::Shell w = run_libnbd(dir, srv.uri(),
+                                   "h.pwrite(b'\\xa5' * 65536, 0); h.flush()\n"
+                                   "h.pwrite(b'\\x5a' * 4096, 65536, nbd.CMD_FLAG_FUA)\n"
+                                   "h.pwrite(b'\\x11' * 65536, 131072)\n");
   ASSERT_EQ(w.status, 0) << w.output;
   srv.stop(SIGKILL);
   const std::string out = dir.file("image");
