@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -268,6 +269,60 @@ TEST_F(UringWait, WaitersAndNonWaitersShareOneRing) {
   std::vector<std::thread> ts;
   for (int i = 0; i < kThreads; i++) ts.emplace_back(worker, i);
   for (auto& t : ts) t.join();
+  EXPECT_GT(done.load(), 0);
+}
+
+// Regression (uring_wait: a wake reaped away before the sleep): a waiter
+// found the CQ empty and went to sleep in the ring, but in between its
+// armed futex wait fired (task work posts the CQE at any return to user
+// space) and another thread reaped that CQE; io_uring's wait counts from
+// the head it finds, so the waiter slept with nothing left to wake it
+// (CI: WaitersAndNonWaitersShareOneRing hung under TSan; gdb showed the
+// arm consumed, the word moved on and the CQ empty). Here the waiters go in
+// rounds with nothing in flight between them, so a lost wake in any round
+// stops the test (the watchdog), and a thread wakes the words for nothing
+// all the time, so arms fire and are reaped by whoever comes first.
+TEST_F(UringWait, ArmReapedElsewhereBeforeTheSleepDoesNotLoseTheWake) {
+  if (!futex_op()) GTEST_SKIP() << "no IORING_OP_FUTEX_WAIT";
+  auto dev = make();
+  ASSERT_TRUE(dev);
+  test::Watchdog dog("ArmReapedElsewhere", std::chrono::seconds(60));
+  constexpr int kWaiters = 3;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(
+                                                          static_cast<int>(3000 * test::stress_scale()));
+  std::atomic<uint32_t> words[kWaiters] = {};
+  std::atomic<bool> stop{false};
+  std::thread noise([&] {
+    for (unsigned i = 0; !stop.load(std::memory_order_relaxed); i++) {
+      // A wake with no change of the word: the sleeper looks and sleeps
+      // again, but its arm fired and its CQE is there for anyone to reap.
+      wake_waiters(&words[i % kWaiters]);
+      if (i % 16 == 0) std::this_thread::yield();
+    }
+  });
+  std::atomic<bool> more{true};
+  std::barrier round(kWaiters, [&]() noexcept { more.store(std::chrono::steady_clock::now() < end); });
+  std::atomic<long> done{0};
+  auto waiter = [&](int id) {
+    AlignedBuf buf(kBlock);
+    std::mt19937 rng(id);
+    WaitIo io;
+    round.arrive_and_wait();
+    while (more.load()) {
+      io.ends.store(0);
+      io.prep(uint64_t{rng() % (kFileSize / kBlock)} * kBlock, buf.data, &words[id]);
+      dev->queue().submit_bio(&io.bio);
+      wait_ended(dev->queue(), io);
+      EXPECT_EQ(io.bio.status, BlkStatus::ok);
+      done.fetch_add(1);
+      round.arrive_and_wait();
+    }
+  };
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kWaiters; i++) ts.emplace_back(waiter, i);
+  for (auto& t : ts) t.join();
+  stop.store(true);
+  noise.join();
   EXPECT_GT(done.load(), 0);
 }
 

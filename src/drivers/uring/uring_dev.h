@@ -89,8 +89,10 @@ class UringQueue {
   int poll(IoCompBatch* iob);
   // Queue::wait on a default-type queue (DriverOps::wait, uring_wait.cc):
   // sleeps in the ring until a CQE or a wake of the thread's channel,
-  // completing what arrived. -EOPNOTSUPP where it cannot (poll queues, no
-  // futex op, waiter_reaps=0), -EAGAIN when the SQ had no room for the arm.
+  // completing what arrived; one thread at a time, holding cq_mu_ (see
+  // uring_wait.cc). -EOPNOTSUPP where it cannot (poll queues, no futex op,
+  // waiter_reaps=0), -EAGAIN when another thread holds the CQ lock or the
+  // SQ had no room for the arm (the caller sleeps on its word then).
   int wait(const std::atomic<uint32_t>* word, uint32_t val, std::atomic<uint32_t>* channel, uint32_t channel_val);
 
  private:

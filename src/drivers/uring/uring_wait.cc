@@ -8,6 +8,17 @@
 // that task work inside its own wait, sees the CQE, and ends the request
 // itself: one wake-up, as fio's io_uring engine has.
 //
+// One thread at a time sleeps in the ring, and it holds cq_mu_ while it
+// does: io_uring's wait ends when the CQ tail passes the head as the
+// sleeper found it, so a CQE meant to wake it (its read's, or its armed
+// futex wait's) that another thread reaped just before the sleep began
+// would leave it asleep with nothing left to wake it (seen under TSan:
+// UringWait.ArmReapedElsewhereBeforeTheSleepDoesNotLoseTheWake). With the
+// lock held no one else reaps, so whatever was posted stays in the CQ until
+// the sleeper looks. Other waiters find the lock taken and sleep on their
+// word instead; the sleeper (which wakes on every CQE) or the reaper ends
+// their I/O.
+//
 // Two things make that safe for every other user of the ring:
 // - Wakes that do not come from this ring (the bio completed on another
 //   ring or thread, a timeout, a requeue) reach the sleeper through an
@@ -176,27 +187,38 @@ void UringQueue::reaper_sleep() {
 int UringQueue::wait(const std::atomic<uint32_t>* word, uint32_t val, std::atomic<uint32_t>* channel,
                      uint32_t channel_val) {
   if (poll_type_ || !futex_op_) return -EOPNOTSUPP;
+  // Another thread sleeps in the ring or reaps it: the core sleeps on the
+  // word, and that thread (or the reaper after it) ends our I/O.
+  std::unique_lock lk(cq_mu_, std::try_to_lock);
+  if (!lk.owns_lock()) return -EAGAIN;
   FutexArm* a = tl_arms.get(ring_id_);
   hold_cq();
+  // Exact under cq_mu_: only a reaper, which holds it, clears the flag, so
+  // true means the futex wait is queued or its CQE is (or will be) posted.
   bool armed = a->armed.load(std::memory_order_acquire);
   if (!armed) {
-    std::lock_guard lk(sq_mu_);
+    std::lock_guard sq(sq_mu_);
     if (io_uring_sqe* sqe = io_uring_get_sqe(&ring_)) {
       io_uring_prep_rw(kOpFutexWait, sqe, static_cast<int>(kFutex2SizeU32 | kFutex2Private), channel, 0,
                        channel_val);
       sqe->addr3 = kFutexMatchAny;
       io_uring_sqe_set_data64(sqe, reinterpret_cast<uint64_t>(a) | kFutexTag);
-      // Before the submit: its CQE may be reaped (and clear this) at once.
       a->armed.store(true, std::memory_order_relaxed);
       pending_++;
       submit_locked();
       armed = true;
     }
   }
-  if (armed && !cq_has_entries(&ring_) && word->load(std::memory_order_seq_cst) == val &&
+  if (armed && !io_uring_cq_ready(&ring_) && word->load(std::memory_order_seq_cst) == val &&
       channel->load(std::memory_order_seq_cst) == channel_val)
     io_uring_enter(ring_.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, nullptr);
-  try_reap_all();
+  {
+    HardirqScope irq;
+    bool stop;
+    while (reap_locked(/*reaper=*/false, &stop) == kReapBatch) {
+    }
+  }
+  lk.unlock();
   release_cq();
   // No SQE for the futex wait (SQPOLL's thread is behind): the core sleeps
   // on the word instead, and the reaper completes.
