@@ -69,7 +69,7 @@ test-tsan: deps build/tsan/build.ninja
 # libFuzzer: a fourth CMake tree (BLKMQ_SANITIZE=fuzzer, the library only,
 # about a minute here). Each fuzzes FUZZ_SECONDS; both start from the
 # committed seeds in fuzz/corpus (only read); new inputs go to build/fuzz/.
-FUZZ_SECONDS ?= 30
+FUZZ_SECONDS ?= 20
 FUZZ_SRCS := fuzz/nbd_fuzz.cc src/nbd/handshake.cc src/nbd/protocol.cc
 
 build/fuzz/nbd_fuzz: $(FUZZ_SRCS) src/nbd/handshake.h src/nbd/protocol.h src/nbd/wire.h

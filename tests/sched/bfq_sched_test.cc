@@ -522,6 +522,10 @@ TEST(BfqSched, OnlyDefaultWeightQueuesAreRaisedAsInteractive) {
 // rate moves in one budget timeout (125 ms). A slower seeky phase does not
 // pull the peak down: only a mostly sequential or a faster interval counts.
 TEST(BfqSched, PeakRateFollowsTheDeviceAndSetsMaxBudget) {
+#ifdef __SANITIZE_THREAD__
+  // One thread and fake time: nothing for TSan to see, and 15 s of CI under it.
+  GTEST_SKIP() << "single-threaded simulation; the release and ASan suites run it";
+#endif
   BfqSim sim;
   sim.set("low_latency", "0");
   auto a = make_ioc();
