@@ -136,4 +136,13 @@ inline std::vector<double> first_column_of(const std::string& report, const std:
 // Whether a program is on PATH (clients are optional packages).
 inline bool have(const std::string& prog) { return sh("command -v " + prog + " >/dev/null", 10).status == 0; }
 
+// nbdsh runs whatever python3 is first on PATH; the python3-libnbd module
+// belongs to the distribution's, which a pyenv or venv python lacks.
+inline bool nbdsh_works() { return sh("PATH=/usr/bin:$PATH nbdsh -c pass", 20).status == 0; }
+
+// Whether this fio has its nbd engine (built with libnbd).
+inline bool fio_has_nbd() {
+  return have("fio") && sh("fio --enghelp=nbd", 10).output.find("uri") != std::string::npos;
+}
+
 }  // namespace blkmq::test

@@ -145,8 +145,6 @@ void fio_verify(unsigned jobs) {
   EXPECT_NE(r.output.find("err= 0"), std::string::npos) << r.output;
 }
 
-bool fio_has_nbd() { return have("fio") && sh("fio --enghelp=nbd", 10).output.find("uri") != std::string::npos; }
-
 TEST(NbdClients, FioNbdEngineVerifiesOneJob) {
   if (!fio_has_nbd()) GTEST_SKIP() << "fio with the nbd engine is not installed";
   fio_verify(1);
@@ -171,8 +169,6 @@ std::string read_file(const std::string& path, size_t off, size_t n) {
 Shell nbdsh(const std::string& uri, const std::string& code) {
   return sh("PATH=/usr/bin:$PATH nbdsh -u '" + uri + "' -c '" + code + "'");
 }
-
-bool nbdsh_works() { return sh("PATH=/usr/bin:$PATH nbdsh -c pass", 20).status == 0; }
 
 // A flushed write and a FUA write survive the server's SIGKILL: the uring
 // driver passes them to the file (FLUSH as fdatasync, FUA as RWF_DSYNC) and
