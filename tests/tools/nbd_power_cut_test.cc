@@ -4,12 +4,13 @@
 // only wrote is gone, per whole 4 KiB page; a TRIM with FUA stays done.
 // The client (nbdsh) cuts from inside its own connection, so no disconnect
 // can flush first. fio's nbd engine verifies flushed blocks across a cut.
-// And on a file (uring), SIGKILL of the server: what was flushed or written
+// And on a file (uring, ublk loop), SIGKILL of the server: what was flushed or written
 // with FUA is in the file after it.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <string>
+#include <vector>
 
 #include "support/cli_process.h"
 
@@ -87,17 +88,21 @@ TEST(NbdPowerCut, FioVerifiesFlushedBlocksAfterACutAndTheUnflushedOnesAreGone) {
   EXPECT_EQ(srv.stop(SIGTERM), 0);
 }
 
-// The uring driver over a file, the server SIGKILLed after the client's
-// writes. A process kill loses no page cache and this machine cannot drop
-// dirty pages (drop_caches writes them back first), so this is not a
-// power cut: it checks that what was acknowledged after a FLUSH, with FUA,
-// or as a FUA WRITE_ZEROES, is in the file once the server is gone, read
-// past the page cache (O_DIRECT after drop_caches, where allowed).
-TEST(NbdPowerCut, FlushedAndFuaWritesToAFileAreThereAfterSigkill) {
-  if (!nbdsh_works()) GTEST_SKIP() << "nbdsh (python3-libnbd) is not installed";
+// A driver over a file (uring; ublk's loop target), the server SIGKILLed
+// after the client's writes. A process kill loses no page cache and this
+// machine cannot drop dirty pages (drop_caches writes them back first), so
+// this is not a power cut: it checks that what was acknowledged after a
+// FLUSH, with FUA, or as a FUA WRITE_ZEROES, is in the file once the server
+// is gone, read past the page cache (O_DIRECT after drop_caches, where
+// allowed).
+void flushed_writes_survive_sigkill(const std::vector<std::string>& driver) {
   const std::string file = testing::TempDir() + "blkmq_kill_" + std::to_string(getpid()) + ".img";
   std::remove(file.c_str());
-  CliServer srv({"--driver=uring", "--filename=" + file, "--size=8m"});
+  ASSERT_EQ(sh("truncate -s 8m " + file, 10).status, 0);  // ublk loop takes an existing file
+  std::vector<std::string> args = driver;
+  args.push_back("--filename=" + file);
+  args.push_back("--size=8m");
+  CliServer srv(args);
   ASSERT_TRUE(srv.up());
   const std::string code =
       "h.pwrite(b\"\\xa5\" * 65536, 0); h.flush()\n"
@@ -115,6 +120,16 @@ TEST(NbdPowerCut, FlushedAndFuaWritesToAFileAreThereAfterSigkill) {
   }
   EXPECT_EQ(d.output, want + " ") << "the file after SIGKILL does not hold the acknowledged writes";
   std::remove(file.c_str());
+}
+
+TEST(NbdPowerCut, FlushedAndFuaWritesToAFileAreThereAfterSigkill) {
+  if (!nbdsh_works()) GTEST_SKIP() << "nbdsh (python3-libnbd) is not installed";
+  flushed_writes_survive_sigkill({"--driver=uring"});
+}
+
+TEST(NbdPowerCut, FlushedAndFuaWritesThroughUblkLoopAreThereAfterSigkill) {
+  if (!nbdsh_works()) GTEST_SKIP() << "nbdsh (python3-libnbd) is not installed";
+  flushed_writes_survive_sigkill({"--driver=ublk", "--target=loop"});
 }
 
 }  // namespace
