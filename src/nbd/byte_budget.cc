@@ -18,37 +18,37 @@ uint64_t ByteBudget::default_max() {
 }
 
 bool ByteBudget::try_take(uint64_t n) {
-  std::lock_guard g(mu_);
-  if (used_ + n > max_) return false;
-  used_ += n;
+  uint64_t u = used_.load(std::memory_order_relaxed);
+  do {
+    if (u + n > max_) return false;
+  } while (!used_.compare_exchange_weak(u, u + n, std::memory_order_seq_cst, std::memory_order_relaxed));
   return true;
 }
 
 void ByteBudget::give(uint64_t n) {
   if (n == 0) return;
-  {
-    std::lock_guard g(mu_);
-    used_ -= n;
-  }
+  // seq_cst on both sides pairs with take(): its waiters_ increment comes
+  // before its try_take, so either that sees these bytes back or this sees
+  // the waiter.
+  used_.fetch_sub(n, std::memory_order_seq_cst);
+  if (waiters_.load(std::memory_order_seq_cst) == 0) return;
+  // Under the lock: a waiter between its check and its sleep holds it.
+  std::lock_guard g(mu_);
   cv_.notify_all();
 }
 
 bool ByteBudget::take(uint64_t n, const std::function<bool()>& give_up) {
+  if (try_take(n)) return true;
   std::unique_lock l(mu_);
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  bool got;
   for (;;) {
-    if (used_ + n <= max_) {
-      used_ += n;
-      return true;
-    }
-    if (give_up()) return false;
+    if ((got = try_take(n)) || give_up()) break;
     // The timed wait covers a give_up that turns true without a give().
     cv_.wait_for(l, std::chrono::milliseconds(100));
   }
-}
-
-uint64_t ByteBudget::used() const {
-  std::lock_guard g(mu_);
-  return used_;
+  waiters_.fetch_sub(1, std::memory_order_relaxed);
+  return got;
 }
 
 }  // namespace blkmq::nbd

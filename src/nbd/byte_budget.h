@@ -5,6 +5,7 @@
 // plug flushed, until replies of any connection give bytes back.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -23,22 +24,26 @@ class ByteBudget {
   // The default: an eighth of the machine's memory, at least 256 MiB.
   static uint64_t default_max();
 
-  // Takes n bytes if they fit; false otherwise. Any thread.
+  // Takes n bytes if they fit; false otherwise. Any thread; lock-free (a
+  // compare-and-swap on the count: every request of every connection
+  // passes here, and a mutex there was contended by readers and repliers).
   bool try_take(uint64_t n);
-  // Gives back bytes taken, waking waiters. Any thread.
+  // Gives back bytes taken, waking waiters (the lock and the notify only
+  // when some thread waits in take()). Any thread.
   void give(uint64_t n);
   // Blocks until n bytes fit (and takes them: true) or `give_up()` is true
   // (false); give_up is checked at every give() and every 100 ms.
   bool take(uint64_t n, const std::function<bool()>& give_up);
 
   uint64_t max() const { return max_; }
-  uint64_t used() const;
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
 
  private:
   const uint64_t max_;
-  mutable std::mutex mu_;
+  std::mutex mu_;  // only for take()'s sleep
   std::condition_variable cv_;
-  uint64_t used_ = 0;
+  std::atomic<uint64_t> used_{0};
+  std::atomic<unsigned> waiters_{0};
 };
 
 }  // namespace blkmq::nbd

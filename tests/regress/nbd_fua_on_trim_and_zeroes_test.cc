@@ -125,8 +125,9 @@ TEST(NbdRegress, FuaWriteZeroesOnABlockDeviceIsFlushedBeforeTheReply) {
     ASSERT_EQ(request(fd, kCmdWrite, 0, 65536, std::string(65536, '\x66')), 0u);
     const uint64_t before = flushes(s.device());
     EXPECT_EQ(request(fd, kCmdWriteZeroes, 0, 65536, {}, nullptr, kCmdFlagFua), 0u);
-    if (s.device().queue().limits().write_cache)
+    if (s.device().queue().limits().write_cache) {
       EXPECT_TRUE(flushed_past(s.device(), before)) << "WRITE_ZEROES with FUA on " << loop << " was not flushed";
+    }
     std::string back;
     ASSERT_EQ(request(fd, kCmdRead, 0, 65536, {}, &back), 0u);
     EXPECT_EQ(back, std::string(65536, '\0'));
