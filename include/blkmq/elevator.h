@@ -79,6 +79,10 @@ struct ElvAttr {
 
 struct ElevatorType {
   std::string name;            // "mq-deadline", "kyber", "bfq"
+  // Another name queue/scheduler accepts for this one (the kernel's
+  // elevator_alias: mq-deadline's is "deadline"); shown by its name only.
+  // Empty: none. Registration refuses an alias that names another type.
+  std::string alias;
   ElevatorOps ops;
   std::vector<ElvAttr> attrs;
   bool queue_wide = false;     // QUEUE_FLAG_SQ_SCHED: one scheduler for all hctxs

@@ -21,7 +21,7 @@ const ElevatorType* find_elevator(std::string_view name) {
   register_builtin_elevators();
   std::lock_guard<std::mutex> g(registry_lock());
   for (const ElevatorType* t : registry())
-    if (t->name == name) return t;
+    if (t->name == name || (!t->alias.empty() && t->alias == name)) return t;
   return nullptr;
 }
 
@@ -129,8 +129,12 @@ Status register_elevator(const ElevatorType* type) {
       !type->ops.dispatch_request || !type->ops.has_work)
     return Status::invalid("elevator " + type->name + ": a required hook is missing");
   std::lock_guard<std::mutex> g(registry_lock());
-  for (const ElevatorType* t : registry())
-    if (t->name == type->name) return Status::error(17, "elevator " + type->name + " is already registered");
+  for (const ElevatorType* t : registry()) {
+    if (t->name == type->name || t->alias == type->name)
+      return Status::error(17, "elevator " + type->name + " is already registered");
+    if (!type->alias.empty() && (t->name == type->alias || t->alias == type->alias))
+      return Status::error(17, "elevator " + type->name + ": its alias " + type->alias + " names " + t->name);
+  }
   registry().push_back(type);
   return Status::ok();
 }

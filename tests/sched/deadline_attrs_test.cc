@@ -4,6 +4,7 @@
 
 #include "base/lockstat.h"
 #include "support/deadline_test_util.h"
+#include "support/fifo_sched.h"
 
 namespace blkmq::test {
 namespace {
@@ -93,6 +94,35 @@ TEST(DeadlineAttrs, ListedOnlyWhileMqDeadlineRuns) {
 
 // queue/iosched/lock_stat and insert_lock_stat (seed 003's contention
 // numbers): I/O takes the main lock, "0" resets, any other value is refused.
+// "deadline" selects mq-deadline, as the kernel's elevator_alias does (a
+// user of the legacy scheduler's name was refused: issue 27), and the list
+// still shows the one name.
+TEST(DeadlineAttrs, DeadlineIsAnAliasOfMqDeadline) {
+  StubDriver::Options o = deadline_opts();
+  o.scheduler = "none";
+  StubDriver d(o);
+  ASSERT_TRUE(d.q().set_attr("queue/scheduler", "deadline"));
+  EXPECT_EQ(*d.q().attr("queue/scheduler"), "none [mq-deadline] kyber bfq");
+  EXPECT_EQ(get(d.q(), "read_expire"), "500");
+  // Switching to the alias of the running scheduler keeps it (no re-init).
+  ASSERT_TRUE(d.q().set_attr("queue/iosched/read_expire", "250"));
+  ASSERT_TRUE(d.q().set_attr("queue/scheduler", "deadline\n"));
+  EXPECT_EQ(get(d.q(), "read_expire"), "250");
+}
+
+// An alias that names a registered scheduler, or a name that is another's
+// alias, is refused at registration.
+TEST(DeadlineAttrs, AnAliasCannotShadowAnotherScheduler) {
+  (void)registered_elevators();  // the built-in ones are in
+  static ElevatorType named_as_alias = fifo_elevator("deadline");
+  EXPECT_FALSE(register_elevator(&named_as_alias));
+  static ElevatorType alias_of_another = fifo_elevator("alias-test-fifo");
+  alias_of_another.alias = "kyber";
+  EXPECT_FALSE(register_elevator(&alias_of_another));
+  alias_of_another.alias = "deadline";
+  EXPECT_FALSE(register_elevator(&alias_of_another));
+}
+
 TEST(DeadlineAttrs, LockStatCountsAndResets) {
   for (const char* name : {"lock_stat", "insert_lock_stat"}) {
     StubDriver d(deadline_opts());

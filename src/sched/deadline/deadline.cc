@@ -308,6 +308,7 @@ void dd_exit_sched(ElevatorQueue* eq) {
 ElevatorType make_type() {
   ElevatorType t;
   t.name = "mq-deadline";
+  t.alias = "deadline";  // as the kernel's: scripts written for the legacy deadline keep working
   t.queue_wide = true;
   ElevatorOps& o = t.ops;
   o.init_sched = dd_init_sched;
