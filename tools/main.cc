@@ -28,7 +28,7 @@ constexpr Command kCommands[] = {
 int usage(FILE* out) {
   std::fprintf(out, "usage: blkmq <command> [options]\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
-  std::fprintf(out, "\nblkmq <command> --help shows the options of a command.\n");
+  std::fprintf(out, "\nblkmq <command> --help shows the options of a command; blkmq --version, the version.\n");
   return out == stdout ? 0 : 1;
 }
 
@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage(stderr);
   if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "help") == 0)
     return usage(stdout);
+  if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "-V") == 0) {
+    std::printf("blkmq %s\n", BLKMQ_VERSION);  // the project's version (CMakeLists.txt)
+    return 0;
+  }
   for (const Command& c : kCommands)
     if (std::strcmp(argv[1], c.name) == 0) return c.main(argc - 1, argv + 1);
   std::fprintf(stderr, "blkmq: unknown command '%s'\n", argv[1]);
