@@ -115,7 +115,9 @@ TEST(RegressBenchLayoutUnwritten, WriteOnlyJobsFileIsAllocatedOnly) {
   const std::string err = lay_out(f, {RwMode::write});
   EXPECT_NE(err.find("Laying out IO file"), std::string::npos) << err;
   std::vector<FileExtent> ext;
-  if (extents_of(f, &ext)) EXPECT_EQ(allocated_bytes(ext, 0, kSize), kSize);
+  if (extents_of(f, &ext)) {
+    EXPECT_EQ(allocated_bytes(ext, 0, kSize), kSize);
+  }
   const int fd = open(f.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   EXPECT_EQ(lseek(fd, 0, SEEK_END), static_cast<off_t>(kSize));

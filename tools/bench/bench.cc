@@ -321,10 +321,16 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
   RunReport rep = make_report(cfg, *devs.front(), qs, jobs, before, after);
   rep.groups = std::move(spans);
   rep.cycles = cycler.stop();
-  for (const blkmq::Queue* q : qs) {
+  for (size_t i = 0; i < qs.size(); i++) {
     std::map<std::string, std::string>& m = rep.attrs.emplace_back();
-    for (const std::string& path : cfg.sample_attrs)
-      if (blkmq::Result<std::string> v = q->attr(path)) m[path] = std::move(*v);
+    for (const std::string& path : cfg.sample_attrs) {
+      if (blkmq::Result<std::string> v = qs[i]->attr(path)) {
+        m[path] = std::move(*v);
+      } else {
+        const std::string dev = i < rep.disks.size() ? rep.disks[i].name : "device " + std::to_string(i);
+        rep.attr_errors.push_back(dev + ": " + path + ": " + v.status().message());
+      }
+    }
   }
   // Completion threads may still be returning from end_io: stop them (by
   // destroying the devices) before the jobs' units go away.
@@ -362,7 +368,14 @@ int bench_main(int argc, char** argv) {
   if (!rep) return fail(rep.status().message());
   Status st = write_report(cfg, *rep);
   if (!st) return fail(st.message());
-  return bench_exit_code(*rep);
+  int rc = bench_exit_code(*rep);
+  // After the report, as --attr's refusals come before the run: the path
+  // may exist only under some scheduler, so it is read when the run ends.
+  for (const std::string& e : rep->attr_errors) {
+    std::fprintf(stderr, "blkmq bench: --show_attr %s\n", e.c_str());
+    rc = 1;
+  }
+  return rc;
 }
 
 }  // namespace bench

@@ -47,6 +47,10 @@ struct RunReport {
   // BenchConfig::sample_attrs as read at the end of the run, one map per
   // device (path -> value; a path the device lacks is left out).
   std::vector<std::map<std::string, std::string>> attrs;
+  // Why a sampled path could not be read, "DEVICE: PATH: reason", one per
+  // device and path (blkmq bench fails the run on any; reproduce samples
+  // lock_stat where a scheduler may lack it, and ignores them).
+  std::vector<std::string> attr_errors;
 };
 
 // Per-group deltas of blkmq::thread_usage() snapshots. nr_threads is the
