@@ -1,5 +1,6 @@
 #include "nbd/server.h"
 
+#include <cctype>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -79,11 +81,32 @@ Server::~Server() {
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-std::string Server::uri() const {
+namespace {
+// The NBD URI spec's export name is a URI path: anything outside RFC 3986's
+// unreserved set goes percent-encoded, so a name with '?' or '#' or a space
+// still reaches its export.
+std::string uri_path(const std::string& name) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : name) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::string Server::uri(const std::string& export_name) const {
   // With TLS required, the URI a client must use is the nbds one.
   const std::string scheme = cfg_.tls.mode == TlsMode::require ? "nbds" : "nbd";
-  if (!cfg_.socket_path.empty()) return scheme + "+unix:///?socket=" + cfg_.socket_path;
-  return scheme + "://" + cfg_.bind + ":" + std::to_string(port_) + "/";
+  const std::string path = uri_path(export_name);
+  if (!cfg_.socket_path.empty()) return scheme + "+unix:///" + path + "?socket=" + cfg_.socket_path;
+  return scheme + "://" + cfg_.bind + ":" + std::to_string(port_) + "/" + path;
 }
 
 void Server::stop() {

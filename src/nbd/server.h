@@ -81,9 +81,11 @@ class Server {
   // Any thread (not a signal handler): ends serve().
   void stop();
 
-  // nbd+unix:///?socket=PATH or nbd://ADDR:PORT/, for clients (nbds... with
-  // --tls=require; the client adds its own credential parameters).
-  std::string uri() const;
+  // nbd+unix:///NAME?socket=PATH or nbd://ADDR:PORT/NAME, for clients
+  // (nbds... with --tls=require; the client adds its own credential
+  // parameters). NAME is `export_name` percent-encoded (RFC 3986
+  // unreserved characters kept); "" is the default export. Any thread.
+  std::string uri(const std::string& export_name = "") const;
   const std::string& socket_path() const { return cfg_.socket_path; }
   int port() const { return port_; }
 

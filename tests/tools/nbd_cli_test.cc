@@ -83,6 +83,39 @@ TEST(NbdCli, BadTlsOptionsAreRefused) {
   }
 }
 
+// --run sets nbdkit's captive-mode variables for the first export, and
+// $uri names that export (issue 27: only $uri and $unixsocket were set, and
+// $uri and the banner always named the default export, so with --name or
+// --alias the printed URI reached another one or none).
+TEST(NbdCli, RunSetsTheCaptiveVariablesOfTheFirstExport) {
+  const std::string sock = temp_socket("nbd_vars");
+  std::string err;
+  const int rc = run_cli("--socket=" + sock + " --name 'my disk' --driver=null --size=16 --run '"
+                         "test \"$exportname\" = \"my disk\" || exit 2; "
+                         "test \"$uri\" = \"nbd+unix:///my%20disk?socket=$unixsocket\" || exit 3; "
+                         "test \"$nbd\" = \"nbd:unix:$unixsocket:exportname=my disk\" || exit 4; "
+                         "test -z \"$port\" -a \"$tls\" = 0 || exit 5; "
+                         "command -v nbdinfo >/dev/null || exit 0; nbdinfo --size \"$uri\" | grep -qx 16777216 || exit 6'",
+                         &err);
+  EXPECT_EQ(rc, 0) << err;
+  EXPECT_NE(err.find("serving 'my disk' (null, 16777216 bytes, weight 100) at nbd+unix:///my%20disk?socket="),
+            std::string::npos) << err;
+  // Over TCP: $port is the port, $unixsocket empty, $nbd the host form.
+  EXPECT_EQ(run_cli("--port=0 --driver=null --size=16 --run '"
+                    "test -n \"$port\" -a -z \"$unixsocket\" -a -z \"$exportname\" || exit 2; "
+                    "test \"$nbd\" = \"nbd:127.0.0.1:$port\" || exit 3; "
+                    "test \"$uri\" = \"nbd://127.0.0.1:$port/\" || exit 4'", &err),
+            0) << err;
+}
+
+// An error says what is wrong and where the usage is, without the usage
+// itself under it (issue 27).
+TEST(NbdCli, AnErrorIsOneLineAndAPointerToHelp) {
+  std::string err;
+  EXPECT_EQ(run_cli("--driver=null --size=16 --connections=0", &err), 1);
+  EXPECT_EQ(err, "blkmq nbd: bad value '0' for --connections\nsee blkmq nbd --help\n");
+}
+
 TEST(NbdCli, PlaintextTcpOffLoopbackWarns) {
   std::string err;
   EXPECT_EQ(run_cli("--driver=null --size=16 --port=0 --bind=0.0.0.0 --run true", &err), 0);

@@ -56,8 +56,9 @@ constexpr const char* kUsage =
     "describe that export's own device; the first export is the default one. Each connection is an I/O\n"
     "context of its own with its export's --weight (bfq, 1..1000, default 100); --alias NAME=W adds a\n"
     "name for the same device whose connections get weight W. Without --socket or --port it listens on\n"
-    "127.0.0.1:10809. --run CMD starts the server, runs CMD with $uri (and $unixsocket) set, and exits\n"
-    "with its status. SIGTERM and SIGINT stop it after in-flight requests finish (5 s at most; then the\n"
+    "127.0.0.1:10809. --run CMD starts the server, runs CMD with $uri, $nbd, $port, $unixsocket,\n"
+    "$exportname and $tls set for the first export (as nbdkit's captive mode), and exits with its\n"
+    "status. SIGTERM and SIGINT stop it after in-flight requests finish (5 s at most; then the\n"
     "connections left are shut down).\n"
     "--socket PATH replaces only a stale socket there (one nobody answers on): a socket in use, or any other\n"
     "file, is refused. --connections N (default 16) clients are served at once, past their handshake;\n"
@@ -79,8 +80,10 @@ constexpr const char* kUsage =
     "blkmq stat: read and write any attribute of the served devices (switch a scheduler) while they serve.\n"
     "--sysfs DIR keeps DIR/block/<dev>/ (stat, queue/*, mq/*) live, laid out as /sys/block: iostat -x -f DIR 1.\n";
 
+// An error line and where the usage is, not the whole usage (issue 27: the
+// error scrolled away under it).
 int bad(const std::string& msg) {
-  std::fprintf(stderr, "blkmq nbd: %s\n%s", msg.c_str(), kUsage);
+  std::fprintf(stderr, "blkmq nbd: %s\nsee blkmq nbd --help\n", msg.c_str());
   return 1;
 }
 
@@ -274,10 +277,23 @@ blkmq::Status make_exports(const Options& o, std::vector<std::unique_ptr<blkmq::
   return blkmq::Status::ok();
 }
 
-// Runs --run's command with $uri and $unixsocket set; its exit status.
-int run_captive(const std::string& cmd, const blkmq::nbd::Server& s) {
-  setenv("uri", s.uri().c_str(), 1);
-  if (!s.socket_path().empty()) setenv("unixsocket", s.socket_path().c_str(), 1);
+// Runs --run's command with nbdkit's captive-mode variables set, for the
+// first export: $uri, $nbd (qemu's old nbd: string), $port and $unixsocket
+// (one of them empty), $exportname and $tls (0 off, 1 on, 2 require). Its
+// exit status.
+int run_captive(const std::string& cmd, const blkmq::nbd::Server& s, const Options& o) {
+  const std::string& name = o.exports.front().name;
+  setenv("uri", s.uri(name).c_str(), 1);
+  const std::string exp = name.empty() ? "" : ":exportname=" + name;
+  const std::string& host = o.server.bind;
+  const std::string nbd = !s.socket_path().empty() ? "nbd:unix:" + s.socket_path() + exp
+                                                    : "nbd:" + host + ":" + std::to_string(s.port()) + exp;
+  setenv("nbd", nbd.c_str(), 1);
+  setenv("port", s.socket_path().empty() ? std::to_string(s.port()).c_str() : "", 1);
+  setenv("unixsocket", s.socket_path().c_str(), 1);
+  setenv("exportname", name.c_str(), 1);
+  const blkmq::nbd::TlsMode m = o.server.tls.mode;
+  setenv("tls", m == blkmq::nbd::TlsMode::off ? "0" : m == blkmq::nbd::TlsMode::on ? "1" : "2", 1);
   const int rc = std::system(cmd.c_str());
   if (rc == -1) return 1;
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
@@ -332,7 +348,7 @@ int nbd_main(int argc, char** argv) {
     const std::string name = e.def.name.empty() ? "the default export" : "'" + e.def.name + "'";
     std::fprintf(stderr, "blkmq nbd: serving %s (%s, %llu bytes, weight %u) at %s\n", name.c_str(),
                  e.dev->driver_name().c_str(),
-                 static_cast<unsigned long long>(e.def.size), e.weight, s.uri().c_str());
+                 static_cast<unsigned long long>(e.def.size), e.weight, s.uri(e.def.name).c_str());
   }
   std::atomic<bool> done{false};
   std::thread watcher([&] {
@@ -345,7 +361,7 @@ int nbd_main(int argc, char** argv) {
     s.serve();
   } else {
     std::thread t([&] { s.serve(); });
-    rc = run_captive(o.run, s);
+    rc = run_captive(o.run, s, o);
     s.stop();
     t.join();
   }
