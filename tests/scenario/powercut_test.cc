@@ -275,7 +275,7 @@ struct CutRun {
   ParamMap params;
   WriterOptions writer;
   double seconds = 0.15;
-  std::function<void(Queue&)> during;  // called every 5 ms while the writers run
+  std::function<void(Queue&)> during = nullptr;  // called every 5 ms while the writers run
 };
 
 constexpr unsigned kWriters = 4, kBlocksEach = 64, kDepth = 8;
