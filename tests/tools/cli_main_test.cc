@@ -40,5 +40,19 @@ TEST(CliMain, ShowAttrOfAMissingAttributeIsAnError) {
   EXPECT_NE(r.output.find("--show_attr nullb0: queue/no_such_attr: "), std::string::npos) << r.output;
 }
 
+// A mistyped option said only "not expected", and reproduce exited with
+// CLI11's own code (109 here) where every other command exits 1 (issue 27).
+TEST(CliMain, AMistypedOptionGetsTheNearestNameAndExitOne) {
+  Shell r = sh(kCli + " bench --irqmod=1 2>&1", 10);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--irqmod=1 (did you mean --irqmode?)"), std::string::npos) << r.output;
+  r = sh(kCli + " reproduce --quik 2>&1", 10);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--quik (did you mean --quick?)"), std::string::npos) << r.output;
+  r = sh(kCli + " bench --zzzzzz=1 2>&1", 10);  // nothing near: no guess
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.find("did you mean"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace blkmq::test

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "bench/jobfile.h"
+#include "bench/suggest.h"
 
 namespace bench {
 namespace {
@@ -629,7 +630,7 @@ ParseOutcome parse_bench_args(int argc, const char* const* argv,
     return out;
   } catch (const CLI::ParseError& e) {
     out.exit_code = 1;
-    out.message = std::string("blkmq bench: ") + e.what();
+    out.message = "blkmq bench: " + parse_error_message(app, e);
     return out;
   }
   JobSource src;

@@ -1,5 +1,6 @@
 #include "reproduce/reproduce.h"
 
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/suggest.h"
 #include "reproduce/chart.h"
 #include "reproduce/interleave.h"
 #include "reproduce/kernel.h"
@@ -90,8 +92,13 @@ int parse(int argc, char** argv, Options* o) {
   app.add_option("--scratch", o->scratch, "folder for seed 002's backing file (default: the results folder)");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Exit 1, as every other blkmq command (CLI11's own codes are 100+).
+    std::fprintf(stderr, "blkmq reproduce: %s\nsee blkmq reproduce --help\n",
+                 bench::parse_error_message(app, e).c_str());
+    return 1;
   }
   if (o->seeds.empty()) o->seeds = {"000", "001", "002", "003"};
   if (!o->rounds) o->rounds = o->quick ? 3 : 5;
