@@ -54,5 +54,15 @@ TEST(CliMain, AMistypedOptionGetsTheNearestNameAndExitOne) {
   EXPECT_EQ(r.output.find("did you mean"), std::string::npos) << r.output;
 }
 
+// --compare A,B with a B the device refuses ran every round of A first
+// (issue 27); both values are now tried before any run.
+TEST(CliMain, CompareRefusesABadSecondValueBeforeRunning) {
+  const Shell r = sh(kCli + " bench --compare queue/scheduler=mq-deadline,bogus --driver=null --rw=randread"
+                            " --size=64m --name=x --runtime=1 2>&1", 30);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("queue/scheduler=bogus: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("round 1"), std::string::npos) << "a run started: " << r.output;
+}
+
 }  // namespace
 }  // namespace blkmq::test
