@@ -249,6 +249,18 @@ TEST(Options, PrescanDriver) {
   EXPECT_EQ(prescan_driver(1, a3), "null");
 }
 
+// A fio line with a filename and no --driver ran on null, the filename
+// ignored (issue 27); it opens the file, as fio would. An explicit driver
+// still wins, wherever it is.
+TEST(Options, AFilenameWithoutADriverIsTheFileDriver) {
+  const char* a1[] = {"bench", "--name=x", "--filename=/dev/sda", "--rw=read"};
+  EXPECT_EQ(prescan_driver(4, a1), "uring");
+  const char* a2[] = {"bench", "--filename", "/tmp/f"};
+  EXPECT_EQ(prescan_driver(3, a2), "uring");
+  const char* a3[] = {"bench", "--filename=/tmp/f", "--driver=ublk"};
+  EXPECT_EQ(prescan_driver(3, a3), "ublk");
+}
+
 TEST(Options, ApplyOptionIsKeyValue) {
   // The job-file path: one (key, value) at a time.
   BenchConfig cfg;

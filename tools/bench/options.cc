@@ -526,16 +526,20 @@ bool parse_bool(std::string_view s, bool* out) {
 }
 
 std::string prescan_driver(int argc, const char* const* argv) {
-  std::string driver = "null";
+  std::string driver;
+  bool filename = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a.substr(0, 9) == "--driver=") {
       driver = std::string(a.substr(9));
     } else if (a == "--driver" && i + 1 < argc) {
       driver = argv[++i];
+    } else if (a.substr(0, 11) == "--filename=" || a == "--filename") {
+      filename = true;
     }
   }
-  return driver;
+  if (!driver.empty()) return driver;
+  return filename ? "uring" : "null";
 }
 
 namespace {

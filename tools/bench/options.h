@@ -187,8 +187,10 @@ bool parse_time_ns(std::string_view s, uint64_t* out);
 bool parse_bool(std::string_view s, bool* out);
 bool parse_uint(std::string_view s, uint64_t* out);
 
-// Finds --driver=NAME / --driver NAME in argv (default "null"), so the
-// driver's parameters can be registered before the full parse.
+// Finds --driver=NAME / --driver NAME in argv, so the driver's parameters
+// can be registered before the full parse. Without one: "uring" when argv
+// names a --filename (fio opens the file; issue 27: the job ran on null
+// with the filename ignored), else "null".
 std::string prescan_driver(int argc, const char* const* argv);
 
 // Result of parsing a command line.
