@@ -64,5 +64,24 @@ TEST(CliMain, CompareRefusesABadSecondValueBeforeRunning) {
   EXPECT_EQ(r.output.find("round 1"), std::string::npos) << "a run started: " << r.output;
 }
 
+// bench --help showed "--time_based{1}", "(default 250 GiB) (default
+// 256000)" and "(default )" (issue 27), and did not say how to list a
+// driver's parameters.
+TEST(CliMain, BenchHelpShowsEachNameAndDefaultOnce) {
+  for (const char* driver : {"null", "uring", "ublk"}) {
+    const Shell r = sh(kCli + " bench --driver=" + driver + " --help", 10);
+    EXPECT_EQ(r.status, 0) << driver;
+    EXPECT_EQ(r.output.find("{1}"), std::string::npos) << driver;
+    EXPECT_EQ(r.output.find("(default )"), std::string::npos) << driver;
+    size_t line = 0;
+    for (size_t nl; (nl = r.output.find('\n', line)) != std::string::npos; line = nl + 1) {
+      const std::string l = r.output.substr(line, nl - line);
+      const size_t first = l.find("(default");
+      EXPECT_TRUE(first == std::string::npos || l.find("(default", first + 1) == std::string::npos) << l;
+    }
+    EXPECT_NE(r.output.find("--driver=NAME --help"), std::string::npos) << driver;
+  }
+}
+
 }  // namespace
 }  // namespace blkmq::test

@@ -544,6 +544,21 @@ std::string prescan_driver(int argc, const char* const* argv) {
 
 namespace {
 
+// Help without CLI11's "{1}" after a flag's name (its value when given
+// bare: an implementation detail, read as part of the name).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+    std::string n = CLI::Formatter::make_option_name(opt, positional);
+    for (size_t b; (b = n.find('{')) != std::string::npos;) {
+      const size_t e = n.find('}', b);
+      if (e == std::string::npos) break;
+      n.erase(b, e - b + 1);
+    }
+    return n;
+  }
+};
+
 // CLI11 checks the syntax and writes --help; the values are then read back in
 // the order given (parse_order), because with --name and a job file the order
 // decides which job an option belongs to.
@@ -568,8 +583,11 @@ void register_options(CLI::App& app, CliKeys& k, const std::string& driver,
   }
   for (const blkmq::ParamInfo& p : params) {
     std::string key = is_bench_option(p.name) ? driver + "." + p.name : p.name;
+    // The default once: some parameters' help states it already (null's
+    // size, in GiB), and an empty one says nothing.
+    const bool says = p.help.find("(default") != std::string::npos || p.default_value.empty();
     CLI::Option* o =
-        app.add_option("--" + key, *new_sink(k), driver + ": " + p.help + " (default " + p.default_value + ")")
+        app.add_option("--" + key, *new_sink(k), driver + ": " + p.help + (says ? "" : " (default " + p.default_value + ")"))
             ->type_name("VALUE")
             ->group("Driver " + driver)
             ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -623,7 +641,9 @@ ParseOutcome parse_bench_args(int argc, const char* const* argv,
              "job. With a job file, options before it are defaults under its [global], options after it\n"
              "override every job. stonewall starts a new group, run after the previous one.\n"
              "--compare PATH=A,B [--repeat N] runs the whole job with queue attribute PATH at A and at B,\n"
-             "interleaved N times (default 3), and prints both side by side with medians and the ratio.");
+             "interleaved N times (default 3), and prints both side by side with medians and the ratio.\n"
+             "--driver=NAME --help lists NAME's own parameters (null's by default).");
+  app.formatter(std::make_shared<HelpFormatter>());
   app.get_formatter()->column_width(40);
   CliKeys keys;
   register_options(app, keys, c.driver, driver_params);
