@@ -9,11 +9,14 @@
 namespace repro {
 namespace {
 
-// gnuplot reads a quoted label as one column; keep labels short enough to
-// stay readable under the bars.
-std::string bar_label(const std::string& row, const std::string& k) {
-  std::string r = row.substr(0, row.find(':'));
-  if (r.size() > 34) r = r.substr(0, 33) + "~";
+// gnuplot reads a quoted label as one column; the row's chart name, or
+// its label up to ':' (cut at a word, with "..."), so bars stay readable.
+std::string bar_label(const RowSummary& row, const std::string& k) {
+  std::string r = !row.chart.empty() ? row.chart : row.label.substr(0, row.label.find(':'));
+  if (r.size() > 34) {
+    const size_t sp = r.rfind(' ', 31);
+    r = r.substr(0, sp == std::string::npos || sp < 12 ? 31 : sp) + "...";
+  }
   const MetricInfo m = metric_info(k);
   std::string s = r + " / " + (m.label ? m.label : k);
   for (char& c : s)
@@ -63,7 +66,7 @@ std::string chart_data(const std::vector<RowSummary>& rows) {
       // A row with seed numbers shows its seeded metrics; one without shows its primary metric.
       if (any_seed ? !l.has_seed : i != 0) continue;
       const bool ours = l.ratio > 0;
-      out += "\"" + bar_label(row.label, l.key) + "\" " + (ours ? "1" : "?") + " " + (ours ? num(l.ratio) : "?") +
+      out += "\"" + bar_label(row, l.key) + "\" " + (ours ? "1" : "?") + " " + (ours ? num(l.ratio) : "?") +
              " " + (l.has_seed ? "1" : "?") + " " + (l.has_seed ? num(l.seed_ratio) : "?") + "\n";
     }
   }

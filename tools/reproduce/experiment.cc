@@ -23,6 +23,11 @@ std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::
   return a;
 }
 
+// Names the rows on the chart, in order (RowDef::chart).
+void set_chart_names(Experiment* e, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size() && i < e->rows.size(); i++) e->rows[i].chart = names[i];
+}
+
 // Seed 000: the fio job of the seed (io_uring, 4k randread, one job per
 // device); iodepth_batch_submit=1 leaves every bio unplugged, as io_uring's
 // submissions of at most two are.
@@ -57,6 +62,8 @@ Experiment seed000() {
        "four jobs, four server threads and kblockd share 2 CPUs here (the seed had 16), so the synchronous "
        "case saturates the machine too and the gap is smaller"},
   };
+  set_chart_names(&e, {"null, mq-deadline, qd16", "null, none, qd16", "null, 4 queues, qd1", "ublk null, mq-deadline",
+                       "ublk null, 4 devices"});
   e.notes = {"before = async (kblockd runs the hw queue after an unplugged scheduler insert, the kernel since "
              "9cbbac29d752); after = sync (the submitter runs it, the seed). queue/submit_plug=none in both.",
              "One job per device, io_uring-style submission of one bio at a time (never plugged)."};
@@ -83,6 +90,7 @@ Experiment seed001() {
        "the seed's gain is the software-queue lock and insert it avoids, contended by many submitting CPUs; "
        "with 2 CPUs that lock is rarely contended, so the difference is the per-I/O insert cost only"},
   };
+  set_chart_names(&e, {"scsi RAID-0, 2 jobs"});
   e.notes = {"before = 0 (a plugged request goes through the software queue and dispatch); after = 1 (issued "
              "directly on a no-scheduler single-queue tag set, the seed).",
              "The seed's CPU is the machine's utilisation (11 % -> 6 % of its CPUs); here CPU % is all "
@@ -123,6 +131,7 @@ Experiment seed002(const Scale& s) {
        "by io_uring's io-wq workers copying each 128k buffered write into the page cache (the server thread "
        "used 57 % of a CPU in a 2 s run), so the completion path moves it little, as in the seed"},
   };
+  set_chart_names(&e, {"ublk loop, O_DIRECT", "ublk loop, page cache"});
   e.notes = {"before = softirq (a completion from task context raises BLOCK_SOFTIRQ and wakes ksoftirqd); after "
              "= local (it completes in place, the seed).",
              "The backing file is laid out (allocated, as fio does) by the first run, in the scratch directory "
@@ -173,6 +182,8 @@ Experiment seed003() {
              "--offset_increment=4g --size=4g --group_reporting"),
        {key::kIops, key::kWriteMergePct, key::kLockPct, key::kCtxPerIo, key::kCpuUsPerIo}, {}, writers},
   };
+  set_chart_names(&e, {"null bfq, seed's fio line", "null mq-deadline, seed's fio", "null mq-deadline, 8 writers",
+                       "null bfq, 8 writers"});
   e.notes = {"before = locked (every insert takes the scheduler lock, the kernel before the seed); after = split "
              "(inserts park on light lists when the lock is busy, the seed).",
              "Lock contention is blkmq's own count on the scheduler's main lock (queue/iosched/lock_stat): the "

@@ -27,6 +27,9 @@ struct RowDef {
   // Why the row departs from the seed, shown in the notes when our ratio
   // goes the other way or misses the seed's by far (see table.h).
   std::string departure;
+  // The chart's name for the row, short enough to read under its bars at
+  // the PNG's size and unlike the others' (empty: the label up to ':').
+  std::string chart;
 };
 
 struct Experiment {

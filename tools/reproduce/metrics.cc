@@ -130,4 +130,20 @@ std::string format_value(const std::string& k, double v) {
   return buf;
 }
 
+std::string format_seed_value(const std::string& k, double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[32];
+  const char* unit = "";
+  if (metric_info(k).scaled && v >= 1e6) {
+    v /= 1e6;
+    unit = "M";
+  } else if (metric_info(k).scaled && v >= 1e3) {
+    v /= 1e3;
+    unit = "k";
+  }
+  // %.6g keeps the digits the seed wrote and drops trailing zeros.
+  std::snprintf(buf, sizeof buf, "%.6g%s", v, unit);
+  return buf;
+}
+
 }  // namespace repro

@@ -54,5 +54,9 @@ struct MetricInfo {
 MetricInfo metric_info(const std::string& key);
 // The value as the tables print it: "297k", "2.15M", "14.1", "0.52".
 std::string format_value(const std::string& key, double v);
+// A figure a seed published, with every digit it gave (15.7e3 is "15.7k",
+// 498.89 stays 498.89): format_value rounds to our own precision, which
+// made seed 002's 15.7k and 16.8k read 16k and 17k (issue 27).
+std::string format_seed_value(const std::string& key, double v);
 
 }  // namespace repro

@@ -77,6 +77,7 @@ Stat3 summarize(const std::vector<Sample>& runs, const std::string& k) {
 RowSummary summarize_row(const RowDef& def, const RowResult& res) {
   RowSummary s;
   s.label = def.label;
+  s.chart = def.chart;
   s.error = res.error;
   std::vector<std::string> keys = def.metrics;
   for (const char* k : {key::kCtxPerIo, key::kCpuUsPerIo})
@@ -135,8 +136,8 @@ std::string format_text(const ExperimentResult& r, const std::vector<RowSummary>
     for (const MetricLine& l : row.lines) {
       if (l.before.n == 0 && l.after.n == 0 && !l.has_seed) continue;
       out += line(label_of(l.key), fmt_stat(l.key, l.before), fmt_stat(l.key, l.after), fmt_ratio(l.ratio),
-                  l.has_seed ? format_value(l.key, l.seed_before) : "-",
-                  l.has_seed ? format_value(l.key, l.seed_after) : "-", l.has_seed ? fmt_ratio(l.seed_ratio) : "-");
+                  l.has_seed ? format_seed_value(l.key, l.seed_before) : "-",
+                  l.has_seed ? format_seed_value(l.key, l.seed_after) : "-", l.has_seed ? fmt_ratio(l.seed_ratio) : "-");
     }
   }
   std::string notes;
@@ -161,8 +162,8 @@ std::string format_markdown(const ExperimentResult& r, const std::vector<RowSumm
       if (l.before.n == 0 && l.after.n == 0 && !l.has_seed) continue;
       out += "| " + (first ? row.label : std::string()) + " | " + label_of(l.key) + " | " + fmt_stat(l.key, l.before) +
              " | " + fmt_stat(l.key, l.after) + " | " + fmt_ratio(l.ratio) + " | " +
-             (l.has_seed ? format_value(l.key, l.seed_before) : "-") + " | " +
-             (l.has_seed ? format_value(l.key, l.seed_after) : "-") + " | " +
+             (l.has_seed ? format_seed_value(l.key, l.seed_before) : "-") + " | " +
+             (l.has_seed ? format_seed_value(l.key, l.seed_after) : "-") + " | " +
              (l.has_seed ? fmt_ratio(l.seed_ratio) : "-") + " |\n";
       first = false;
     }

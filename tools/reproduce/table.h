@@ -32,6 +32,7 @@ struct MetricLine {
 // among the lines (appended when the row did not name them).
 struct RowSummary {
   std::string label;
+  std::string chart;  // RowDef::chart
   std::vector<MetricLine> lines;
   std::string error;
   std::string note;  // set when a seeded ratio goes the other way (or shows no effect where the seed had one)
