@@ -22,46 +22,42 @@ TEST(CliMain, VersionPrintsTheProjectsVersion) {
   EXPECT_NE(h.output.find("--version"), std::string::npos) << h.output;
 }
 
+// Runs `blkmq ARGS` and checks its exit status, that its output holds
+// `has` and, when given, not `lacks`.
+void expect_cli(const std::string& args, int status, const std::string& has, const std::string& lacks = "") {
+  const Shell r = sh(kCli + " " + args + " 2>&1", 60);
+  EXPECT_EQ(r.status, status) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(has), std::string::npos) << args << "\n" << r.output;
+  if (!lacks.empty()) EXPECT_EQ(r.output.find(lacks), std::string::npos) << args << "\n" << r.output;
+}
+
 // --scheduler=deadline was refused (issue 27); the kernel takes it as
 // mq-deadline's alias, and so does every tool that sets queue/scheduler.
 TEST(CliMain, DeadlineSchedulerNameRunsMqDeadline) {
-  const Shell r = sh(kCli + " bench --driver=null --scheduler=deadline --name=x --rw=randread --bs=4k"
-                            " --size=4m --show_attr=queue/scheduler 2>&1", 60);
-  EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("[mq-deadline]"), std::string::npos) << r.output;
+  expect_cli("bench --driver=null --scheduler=deadline --name=x --rw=randread --bs=4k --size=4m"
+             " --show_attr=queue/scheduler", 0, "[mq-deadline]");
 }
 
 // --show_attr with a path no device has printed nothing and exited 0
 // (issue 27); it now names the path and fails the run, as --attr does.
 TEST(CliMain, ShowAttrOfAMissingAttributeIsAnError) {
-  const Shell r = sh(kCli + " bench --driver=null --name=x --rw=randread --bs=4k --size=1m"
-                            " --show_attr=queue/no_such_attr 2>&1", 60);
-  EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("--show_attr nullb0: queue/no_such_attr: "), std::string::npos) << r.output;
+  expect_cli("bench --driver=null --name=x --rw=randread --bs=4k --size=1m --show_attr=queue/no_such_attr", 1,
+             "--show_attr nullb0: queue/no_such_attr: ");
 }
 
 // A mistyped option said only "not expected", and reproduce exited with
 // CLI11's own code (109 here) where every other command exits 1 (issue 27).
 TEST(CliMain, AMistypedOptionGetsTheNearestNameAndExitOne) {
-  Shell r = sh(kCli + " bench --irqmod=1 2>&1", 10);
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("--irqmod=1 (did you mean --irqmode?)"), std::string::npos) << r.output;
-  r = sh(kCli + " reproduce --quik 2>&1", 10);
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("--quik (did you mean --quick?)"), std::string::npos) << r.output;
-  r = sh(kCli + " bench --zzzzzz=1 2>&1", 10);  // nothing near: no guess
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_EQ(r.output.find("did you mean"), std::string::npos) << r.output;
+  expect_cli("bench --irqmod=1", 1, "--irqmod=1 (did you mean --irqmode?)");
+  expect_cli("reproduce --quik", 1, "--quik (did you mean --quick?)");
+  expect_cli("bench --zzzzzz=1", 1, "not expected", "did you mean");  // nothing near: no guess
 }
 
 // --compare A,B with a B the device refuses ran every round of A first
 // (issue 27); both values are now tried before any run.
 TEST(CliMain, CompareRefusesABadSecondValueBeforeRunning) {
-  const Shell r = sh(kCli + " bench --compare queue/scheduler=mq-deadline,bogus --driver=null --rw=randread"
-                            " --size=64m --name=x --runtime=1 2>&1", 30);
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("queue/scheduler=bogus: "), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("round 1"), std::string::npos) << "a run started: " << r.output;
+  expect_cli("bench --compare queue/scheduler=mq-deadline,bogus --driver=null --rw=randread --size=64m --name=x"
+             " --runtime=1", 1, "queue/scheduler=bogus: ", "round 1");
 }
 
 // bench --help showed "--time_based{1}", "(default 250 GiB) (default
