@@ -1,6 +1,5 @@
 #include "nbd/server.h"
 
-#include <cctype>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
