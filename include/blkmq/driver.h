@@ -7,6 +7,24 @@
 // complete runs where the core routes the completion (see complete_request).
 // timeout runs on the timeout worker (task context). init_hctx/exit_hctx run
 // during setup, update_nr_hw_queues and teardown, with no I/O on that hctx.
+//
+// Concurrency. queue_rq may run on several threads at once for the same hw
+// queue (submitters issuing directly, a kblockd run, the requeue worker),
+// as in the kernel: whatever a driver keeps per hw queue (a ring, a
+// submission index) it protects itself. complete and timeout may run
+// beside queue_rq too.
+//
+// What a request asks. rq->op says what; rq->sector and rq->data_len the
+// range in every case: a discard's and a write-zeroes' length is data_len
+// too, with no data vectors (rq_for_each_segment visits none). A flush
+// has data_len 0. FUA is rq->cmd_flags & kBioFua.
+//
+// What a device offers. QueueConfig::limits (blkmq/queue.h), given when the
+// queue is made: write_cache (the core sends flushes), fua (native FUA; else
+// the core emulates it with a flush after the write), max_discard_sectors
+// and max_write_zeroes_sectors (0: the op is refused before the driver),
+// capacity_sectors (I/O past it fails before the driver), the block sizes
+// and segment limits every request then respects.
 #pragma once
 
 #include <atomic>

@@ -53,7 +53,7 @@ struct alignas(64) Request {
   uint16_t ioprio = 0;
   uint16_t nr_phys_segments = 0;
   uint64_t sector = 0;         // start sector (512 B)
-  uint32_t data_len = 0;       // bytes remaining
+  uint32_t data_len = 0;       // bytes remaining; a discard's or write-zeroes' length too (driver.h)
   Bio* bio = nullptr;          // first bio of the chain
   Bio* biotail = nullptr;
   IoContext* ioc = nullptr;    // the I/O context of the first bio
