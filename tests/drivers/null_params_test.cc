@@ -126,16 +126,37 @@ TEST(NullParams, RefusesBadValuesNamingTheParameter) {
       {"completion_nsec", "1e3", "0.."},      {"blocking", "2", "0 or 1"},
       {"shared_tags", "yes", "0 or 1"},       {"no_sched", "3", "no scheduler"},
       {"bs", "1000", "power of two"},         {"bs", "8192", "power of two"},
-      {"bs", "256", "power of two"},          {"size", "0", "1.."},
+      {"bs", "256", "power of two"},          {"size", "0", "1 MiB to 4 PiB"},
       {"mbps", "40961", "0..40960"},          {"max_sectors", "65536", "1..65535"},
       {"home_node", "-2", "-1.."},            {"irqmode", "", "2 (timer)"},
-      {"size", "12 ", "1.."},                 {"timeout_inject", "1,2,3", "<interval>"},
+      {"size", "12 ", "a size in MiB"},                 {"timeout_inject", "1,2,3", "<interval>"},
       {"requeue", "1,101,0,1", "probability 0..100"}, {"init_hctx", "1,1,0,-2", "times >= -1"},
   };
   for (const Case& c : cases) {
     std::string e = parse_err({{c.name, c.value}});
     EXPECT_NE(e.find(std::string("'") + c.name + "'"), std::string::npos) << e;
     EXPECT_NE(e.find(c.range), std::string::npos) << c.name << "=" << c.value << ": " << e;
+  }
+}
+
+// null's sizes are MiB when bare (null_blk's unit) and take fio's
+// suffixes as bytes; "64M" was refused as "not an integer" with no unit
+// named (issue 27). A suffixed size must be whole MiB.
+TEST(NullParams, SizesTakeSuffixesAndABareNumberIsMib) {
+  const struct {
+    const char* value;
+    uint64_t mib;
+  } ok[] = {{"1024", 1024}, {"64M", 64}, {"64m", 64}, {"2G", 2048}, {"2GiB", 2048}, {"1t", 1u << 20},
+            {"1048576k", 1024}};
+  for (const auto& c : ok) {
+    const NullParams p = parse_ok({{"size", c.value}, {"cache_size", c.value}, {"memory_backed", "1"}});
+    EXPECT_EQ(p.size_mib, c.mib) << c.value;
+    EXPECT_EQ(p.cache_size_mib, c.mib) << c.value;
+  }
+  for (const char* bad : {"1000k", "0M", "1.5G", "64X", "M"}) {
+    const std::string e = parse_err({{"size", bad}});
+    EXPECT_NE(e.find("a size in MiB (a bare number: 1024 is 1 GiB) or with a suffix"), std::string::npos)
+        << bad << ": " << e;
   }
 }
 

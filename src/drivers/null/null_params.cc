@@ -18,6 +18,28 @@ constexpr uint64_t kMaxSizeMib = 1ull << 32;         // 4 PiB
 constexpr uint64_t kMaxCompletionNsec = 60ull * 1000 * 1000 * 1000;  // 60 s
 constexpr unsigned kMaxSectorsLimit = 65535;
 
+// null_blk's sizes are MiB when bare ("--size=1024" is 1 GiB, as its
+// gb/size module parameters count); with a suffix they are bytes, which
+// must be whole MiB (issue 27: "64M" was refused as not an integer, with
+// no unit named).
+constexpr drvparam::SizeSyntax kMibSyntax{"kmgtp", true, ""};
+
+Status to_mib(const ParamValue& v, uint64_t lo, uint64_t* out) {
+  const std::string accepted = "a size in MiB (a bare number: 1024 is 1 GiB) or with a suffix (64M, 2G, 1T), " +
+                               std::to_string(lo) + " MiB to 4 PiB";
+  uint64_t mib = 0;
+  if (Status st = v.to_int(lo, kMaxSizeMib, &mib, accepted); st) {
+    *out = mib;
+    return st;
+  }
+  uint64_t bytes = 0;
+  if (!drvparam::parse_size(v.value, kMibSyntax, &bytes) || bytes % (1u << 20) || bytes >> 20 < lo ||
+      bytes >> 20 > kMaxSizeMib)
+    return v.error(accepted);
+  *out = bytes >> 20;
+  return Status::ok();
+}
+
 // A fault injection point: "interval,probability,space,times" ("" = off).
 template <FaultConfig NullParams::*Point>
 Status fault_param(NullParams& p, const ParamValue& v) {
@@ -73,20 +95,16 @@ const drvparam::ParamDef<NullParams> kParams[] = {
      [](NullParams& p, const ParamValue& v) {
        return v.to_power_of_two(512u, 4096u, &p.bs);
      }},
-    {"size", "256000", "capacity in MiB (default 250 GiB)",
-     [](NullParams& p, const ParamValue& v) {
-       return v.to_int(1, kMaxSizeMib, &p.size_mib);
-     }},
+    {"size", "256000", "capacity, MiB when bare (null_blk's unit: 1024 is 1 GiB), or 64M, 2G, 1T (default 250 GiB)",
+     [](NullParams& p, const ParamValue& v) { return to_mib(v, 1, &p.size_mib); }},
     {"mbps", "0", "bandwidth cap in MiB/s (0 = unlimited, at most 40960)",
      [](NullParams& p, const ParamValue& v) {
        return v.to_int(0u, kMaxMbps, &p.mbps);
      }},
     {"discard", "0", "support discard (needs memory_backed; ignored otherwise)",
      [](NullParams& p, const ParamValue& v) { return v.to_bool(&p.discard); }},
-    {"cache_size", "0", "write-back cache size in MiB (needs memory_backed; ignored otherwise)",
-     [](NullParams& p, const ParamValue& v) {
-       return v.to_int(0, kMaxSizeMib, &p.cache_size_mib);
-     }},
+    {"cache_size", "0", "write-back cache size, MiB when bare, or 64M, 1G (needs memory_backed; ignored otherwise)",
+     [](NullParams& p, const ParamValue& v) { return to_mib(v, 0, &p.cache_size_mib); }},
     {"fua", "1", "native FUA when the write-back cache is on",
      [](NullParams& p, const ParamValue& v) { return v.to_bool(&p.fua); }},
     {"rotational", "0", "report a rotational device",
