@@ -1,5 +1,6 @@
 // The library example of README.md, built so that it stays true.
 #include <blkmq/blkmq.h>
+#include <blkmq/driver/driver.h>  // DriverOps, start_request, end_request
 
 #include <cstdio>
 

@@ -42,7 +42,7 @@ Target& target() {
   static Target* t = [] {
     auto* t = new Target;
     auto d = create_device("null", {{"size", "16"}, {"memory_backed", "1"}, {"discard", "1"}, {"irqmode", "0"}});
-    if (!d.is_ok()) {
+    if (!d.ok()) {
       std::fprintf(stderr, "null device: %s\n", d.status().message().c_str());
       std::abort();
     }

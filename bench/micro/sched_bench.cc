@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
+#include "blkmq/elevator/elevator.h"
 #include "micro_util.h"
 
 namespace blkmq::micro {

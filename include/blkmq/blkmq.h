@@ -1,15 +1,31 @@
-// Umbrella header for the blkmq library.
+// Umbrella header for the blkmq library: everything an application uses.
+//
+// Which header for what:
+// - Applications (submit I/O to a device, a file, an rbd image):
+//     blkmq/device.h   create a device of a built-in driver by name
+//     blkmq/queue.h    the request queue: submit bios, attributes, stats
+//     blkmq/bio.h      bios, their ops, flags and completion
+//     blkmq/plug.h     batch submissions (blk_start_plug)
+//     blkmq/ioctx.h    a thread's I/O priority and bfq weight
+//     blkmq/runtime.h  the execution contexts (kblockd, softirq, timers,
+//                      clock); ManualRuntime for deterministic tests
+//     blkmq/status.h   Status, Result and the I/O path's BlkStatus
+//     blkmq/sysfs_tree.h  a /sys/block-like tree that iostat reads
+//   This header includes all of these.
+// - Driver authors (a device behind the queue): blkmq/driver/driver.h
+//   (the driver ops; it includes request.h, tagset.h and context.h), and
+//   blkmq/driver/ublk.h for a ublk-style target's I/O handler.
+// - I/O scheduler authors: blkmq/elevator/elevator.h (the elevator ops and
+//   the helpers a scheduler calls; it includes the driver headers it needs
+//   and elevator/rbtree.h, the sort tree).
+// The project's version is in CMake's package (blkmq_VERSION) and
+// pkg-config's (`pkg-config --modversion blkmq`).
 #pragma once
 
 #include "blkmq/bio.h"
-#include "blkmq/context.h"
 #include "blkmq/device.h"
-#include "blkmq/driver.h"
-#include "blkmq/elevator.h"
 #include "blkmq/ioctx.h"
 #include "blkmq/plug.h"
 #include "blkmq/queue.h"
-#include "blkmq/request.h"
 #include "blkmq/status.h"
-#include "blkmq/tagset.h"
-#include "blkmq/threads.h"
+#include "blkmq/sysfs_tree.h"

@@ -2,7 +2,7 @@
 // plug are held and issued together when the plug is flushed.
 #pragma once
 
-#include "blkmq/request.h"
+#include "blkmq/driver/request.h"
 
 namespace blkmq {
 

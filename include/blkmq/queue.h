@@ -15,7 +15,7 @@
 
 #include "blkmq/bio.h"
 #include "blkmq/status.h"
-#include "blkmq/tagset.h"
+#include "blkmq/driver/tagset.h"
 
 namespace blkmq {
 

@@ -2,6 +2,8 @@
 // control path (configuration, attributes, setup). The I/O path never throws.
 #pragma once
 
+#include <cassert>
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -50,18 +52,24 @@ int blk_status_to_errno(BlkStatus s);
 // status whose errno it is; unknown values map to ioerr. Any context.
 BlkStatus errno_to_blk_status(int err);
 
-// Result of a control-path operation: ok, or an errno-style code plus a
-// human-readable message that says what was wrong and what is accepted.
-class Status {
+// Result of a control-path operation: OK, or a positive errno (EINVAL,
+// ENOMEM, ...) with a human-readable message that says what was wrong and
+// what is accepted. LevelDB's spelling: the factory Status::OK() makes a
+// success, the predicate ok() tests one. [[nodiscard]]: a Status returned
+// and dropped is a compile warning, so no error goes unseen. Cheap to copy
+// when OK (an int and an empty string); any context.
+class [[nodiscard]] Status {
  public:
   Status() = default;
-  static Status ok() { return Status(); }
-  static Status error(int code, std::string msg) { return Status(code, std::move(msg)); }
-  static Status invalid(std::string msg) { return Status(22 /*EINVAL*/, std::move(msg)); }
+  static Status OK() { return Status(); }
+  // code: a positive errno from <cerrno>; 0 is not an error, so it becomes
+  // EINVAL with the message kept (an error must say it is one).
+  static Status error(int code, std::string msg) { return Status(code != 0 ? code : EINVAL, std::move(msg)); }
+  static Status invalid(std::string msg) { return Status(EINVAL, std::move(msg)); }
 
-  bool is_ok() const { return code_ == 0; }
-  explicit operator bool() const { return is_ok(); }
-  int code() const { return code_; }
+  bool ok() const { return code_ == 0; }
+  explicit operator bool() const { return ok(); }
+  int code() const { return code_; }  // 0 when ok()
   const std::string& message() const { return msg_; }
 
  private:
@@ -70,21 +78,31 @@ class Status {
   std::string msg_;
 };
 
-// A value or an error Status.
+// A value or an error Status. [[nodiscard]], as Status. Built from a T
+// (success) or from an error Status; an OK Status has no value to carry,
+// so Result(Status::OK()) is refused: it becomes an EINVAL error saying
+// so (and asserts in debug builds), never a Result that claims a value.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
-  Result(T v) : v_(std::move(v)) {}            // NOLINT: implicit by design
-  Result(Status s) : v_(std::move(s)) {}       // NOLINT: must be an error
-  bool is_ok() const { return v_.index() == 0; }
-  explicit operator bool() const { return is_ok(); }
+  Result(T v) : v_(std::move(v)) {}  // NOLINT: implicit by design
+  Result(Status s) : v_(refuse_ok(std::move(s))) {}  // NOLINT: an error
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  // The value; only when ok().
   T& value() { return std::get<0>(v_); }
   const T& value() const { return std::get<0>(v_); }
   T& operator*() { return value(); }
   T* operator->() { return &value(); }
+  // The error; only when !ok().
   const Status& status() const { return std::get<1>(v_); }
 
  private:
+  static Status refuse_ok(Status s) {
+    assert(!s.ok() && "Result built from an OK Status");
+    if (s.ok()) return Status::invalid("internal error: a Result was built from an OK status, without a value");
+    return s;
+  }
   std::variant<T, Status> v_;
 };
 

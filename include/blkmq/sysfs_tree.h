@@ -8,13 +8,8 @@
 // attributes, e.g. the control socket's `blkmq attr`).
 #pragma once
 
-#include <condition_variable>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "blkmq/queue.h"
 #include "blkmq/status.h"
@@ -43,23 +38,13 @@ class SysfsTree {
   // reading it. Call before destroying the queue. Task context.
   void remove(Queue& q);
 
-  const std::string& dir() const { return dir_; }
+  // The tree's directory, as given to open().
+  const std::string& dir() const;
 
  private:
-  SysfsTree() = default;
-  void run();
-  // Writes q's files: every attribute, or only the fast-changing ones.
-  Status write_device(Queue& q, bool all);
-  Status write_file(const std::string& path, const std::string& text);
-
-  std::string dir_;
-  unsigned refresh_ms_ = 1000;
-  std::mutex lock_;  // queues_, and each refresh
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::vector<Queue*> queues_;
-  std::map<const Queue*, std::vector<std::string>> written_;  // the files of each, at the last full write
-  std::thread thread_;
+  struct Impl;  // the refresher thread and the files written (sysfs_tree.cc)
+  explicit SysfsTree(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace blkmq

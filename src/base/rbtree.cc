@@ -1,7 +1,7 @@
 // Red-black tree balancing: the textbook insertion and deletion fix-ups
 // (recolouring and at most two or three rotations), with null children as
 // black leaves.
-#include "blkmq/rbtree.h"
+#include "blkmq/elevator/rbtree.h"
 
 namespace blkmq {
 namespace {

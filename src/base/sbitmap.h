@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "base/lockstat.h"
-#include "blkmq/list.h"
+#include "blkmq/driver/list.h"
 
 namespace blkmq::base {
 

@@ -1,4 +1,4 @@
-// Registered threads and their CPU time per group (blkmq::thread_usage()).
+// Registered threads and their CPU time per group (base::thread_usage()).
 #include "base/thread.h"
 
 #include <pthread.h>
@@ -13,8 +13,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-
-#include "blkmq/threads.h"
 
 namespace blkmq::base {
 
@@ -108,13 +106,9 @@ std::thread start_thread(const ThreadOptions& opts, std::function<void()> fn) {
   });
 }
 
-}  // namespace blkmq::base
-
-namespace blkmq {
-
 std::map<std::string, ThreadGroupUsage> thread_usage() {
   std::map<std::string, ThreadGroupUsage> out;
-  base::Registry& r = base::registry();
+  Registry& r = registry();
   // Holding the lock keeps every listed thread alive (it deregisters under
   // the lock before exiting), so its clock id and tid stay valid.
   std::lock_guard<std::mutex> g(r.mu);
@@ -123,14 +117,14 @@ std::map<std::string, ThreadGroupUsage> thread_usage() {
     u.cpu_ns = grp.exited_cpu_ns;
     u.nr_threads = grp.nr_started;
     for (const auto& [tid, lt] : grp.live) {
-      u.cpu_ns += base::clock_ns(lt.clock);
+      u.cpu_ns += clock_ns(lt.clock);
       std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/status");
       std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      u.nvcsw += base::read_status_field(text, "\nvoluntary_ctxt_switches:");
-      u.nivcsw += base::read_status_field(text, "\nnonvoluntary_ctxt_switches:");
+      u.nvcsw += read_status_field(text, "\nvoluntary_ctxt_switches:");
+      u.nivcsw += read_status_field(text, "\nnonvoluntary_ctxt_switches:");
     }
   }
   return out;
 }
 
-}  // namespace blkmq
+}  // namespace blkmq::base

@@ -34,7 +34,7 @@ Status choice(std::string_view path, std::string_view value, std::initializer_li
   for (const char* o : opts) {
     if (v == o) {
       *idx = i;
-      return Status::ok();
+      return Status::OK();
     }
     list += (i ? ", " : "") + std::string(o);
     i++;
@@ -97,21 +97,21 @@ const Attr kAttrs[] = {
        if (!n) return n.status();
        q->async_depth_ = static_cast<unsigned>(*n);
        if (q->elevator_ && q->elevator_->type->ops.depth_updated) q->elevator_->type->ops.depth_updated(q);
-       return Status::ok();
+       return Status::OK();
      }},
     {"queue/rq_affinity", [](const QueueImpl* q) { return u(q->tun_.rq_affinity.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
        auto n = parse_uint("queue/rq_affinity", v, 0, 2);
        if (!n) return n.status();
        q->tun_.rq_affinity.store(static_cast<unsigned>(*n));
-       return Status::ok();
+       return Status::OK();
      }},
     {"queue/nomerges", [](const QueueImpl* q) { return u(q->tun_.nomerges.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
        auto n = parse_uint("queue/nomerges", v, 0, 2);
        if (!n) return n.status();
        q->tun_.nomerges.store(static_cast<unsigned>(*n));
-       return Status::ok();
+       return Status::OK();
      }},
     {"queue/max_sectors_kb", [](const QueueImpl* q) { return u(q->limits_.max_sectors / 2); },
      [](QueueImpl* q, std::string_view v) -> Status {
@@ -126,7 +126,7 @@ const Attr kAttrs[] = {
        q->freeze_wait();
        q->limits_.max_sectors = static_cast<uint32_t>(*n * 2);
        q->unfreeze_impl();
-       return Status::ok();
+       return Status::OK();
      }},
     {"queue/max_hw_sectors_kb", [](const QueueImpl* q) { return u(q->limits_.max_hw_sectors / 2); }, nullptr},
     {"queue/max_segments", [](const QueueImpl* q) { return u(q->limits_.max_segments); }, nullptr},
@@ -145,14 +145,14 @@ const Attr kAttrs[] = {
        auto n = parse_uint("queue/io_timeout", v, 1, 0x7fffffff);
        if (!n) return n.status();
        q->tun_.io_timeout_ms.store(static_cast<unsigned>(*n));
-       return Status::ok();
+       return Status::OK();
      }},
     {"queue/iostats", [](const QueueImpl* q) { return u(q->tun_.iostats.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
        auto n = parse_uint("queue/iostats", v, 0, 1);
        if (!n) return n.status();
        q->tun_.iostats.store(*n != 0);
-       return Status::ok();
+       return Status::OK();
      }},
     {"queue/sched_insert_run",
      [](const QueueImpl* q) {
@@ -162,7 +162,7 @@ const Attr kAttrs[] = {
        int i = 0;
        if (Status s = choice("queue/sched_insert_run", v, {"sync", "async"}, &i); !s) return s;
        q->tun_.sched_insert_run.store(i ? SchedInsertRun::async : SchedInsertRun::sync);
-       return Status::ok();
+       return Status::OK();
      }},
     {"queue/submit_plug",
      [](const QueueImpl* q) { return std::string(q->tun_.submit_plug_implicit.load() ? "none [implicit]" : "[none] implicit"); },
@@ -170,14 +170,14 @@ const Attr kAttrs[] = {
        int i = 0;
        if (Status s = choice("queue/submit_plug", v, {"none", "implicit"}, &i); !s) return s;
        q->tun_.submit_plug_implicit.store(i == 1);
-       return Status::ok();
+       return Status::OK();
      }},
     {"queue/plug_direct_issue", [](const QueueImpl* q) { return u(q->tun_.plug_direct_issue.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
        auto n = parse_uint("queue/plug_direct_issue", v, 0, 1);
        if (!n) return n.status();
        q->tun_.plug_direct_issue.store(*n != 0);
-       return Status::ok();
+       return Status::OK();
      }},
     {"queue/task_completion",
      [](const QueueImpl* q) {
@@ -187,7 +187,7 @@ const Attr kAttrs[] = {
        int i = 0;
        if (Status s = choice("queue/task_completion", v, {"local", "softirq"}, &i); !s) return s;
        q->tun_.task_completion.store(i ? TaskCompletion::softirq : TaskCompletion::local);
-       return Status::ok();
+       return Status::OK();
      }},
     {"stat", show_stat, nullptr},
     {"inflight", show_inflight, nullptr},
@@ -199,10 +199,10 @@ const Attr kAttrs[] = {
        auto n = parse_uint("trace/enable", v, 0, 1);
        if (!n) return n.status();
        std::lock_guard<std::mutex> l(q->trace_lock_);
-       if (bool(*n) == (tracer(q) != nullptr)) return Status::ok();  // as the kernel: no change
+       if (bool(*n) == (tracer(q) != nullptr)) return Status::OK();  // as the kernel: no change
        if (!*n) {
          trace_stop_locked(q);
-         return Status::ok();
+         return Status::OK();
        }
        return trace_start_locked(q, q->trace_dir_, kBlktraceDefaultBuffer);
      }},
@@ -215,7 +215,7 @@ const Attr kAttrs[] = {
        std::lock_guard<std::mutex> l(q->trace_lock_);
        if (tracer(q)) return Status::error(EBUSY, "trace/dir: a trace is running; write 0 to trace/enable first");
        q->trace_dir_ = trim(v);
-       return Status::ok();
+       return Status::OK();
      }},
     {"dev", [](const QueueImpl* q) { return u(Queue::kDevMajor) + ":" + u(q->minor_); }, nullptr},
     // /sys/block/<dev>/ro; writable here, as the BLKROSET ioctl sets it.
@@ -224,7 +224,7 @@ const Attr kAttrs[] = {
        auto n = parse_uint("ro", v, 0, 1);
        if (!n) return n.status();
        q->tun_.read_only.store(*n != 0);
-       return Status::ok();
+       return Status::OK();
      }},
 };
 

@@ -16,7 +16,7 @@
 
 #include "base/spinlock.h"
 #include "blkmq/status.h"
-#include "blkmq/blktrace_format.h"
+#include "trace/blktrace_format.h"
 
 namespace blkmq::blktrace {
 

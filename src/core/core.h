@@ -16,11 +16,11 @@
 #include "base/sbitmap.h"
 #include "base/spinlock.h"
 #include "base/timer.h"
-#include "blkmq/context.h"
-#include "blkmq/driver.h"
-#include "blkmq/elevator.h"
+#include "blkmq/driver/context.h"
+#include "blkmq/driver/driver.h"
+#include "blkmq/elevator/elevator.h"
 #include "blkmq/queue.h"
-#include "blkmq/tagset.h"
+#include "blkmq/driver/tagset.h"
 #include "core/kblockd.h"
 
 namespace blkmq {

@@ -1,5 +1,6 @@
 // The elevator framework: registration, the default choice, switching under
 // I/O (freeze + quiesce), scheduler tags and nr_requests.
+#include <cerrno>
 #include <algorithm>
 #include <mutex>
 
@@ -44,14 +45,14 @@ Status alloc_sched_tags(QueueImpl* q, unsigned depth) {
     q->shared_sched_tags_ = std::make_unique<Tags>(depth + resv, resv, rr);
     if (Status s = alloc_static_rqs(q->set_, q->shared_sched_tags_.get(), 0); !s) return s;
     for (HwCtxImpl* h : q->hctxs_) h->sched_tags = q->shared_sched_tags_.get();
-    return Status::ok();
+    return Status::OK();
   }
   for (HwCtxImpl* h : q->hctxs_) {
     h->sched_tags_store = std::make_unique<Tags>(depth + resv, resv, rr);
     if (Status s = alloc_static_rqs(q->set_, h->sched_tags_store.get(), h->queue_num); !s) return s;
     h->sched_tags = h->sched_tags_store.get();
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 void exit_current(QueueImpl* q) {
@@ -103,7 +104,7 @@ Status init_new(QueueImpl* q, const ElevatorType* t) {
   q->sq_sched_ = t->queue_wide;
   q->elevator_store_ = std::move(eq);
   q->elevator_ = q->elevator_store_.get();
-  return Status::ok();
+  return Status::OK();
 }
 
 // Runs fn with the queue frozen and quiesced: no request exists and no
@@ -131,12 +132,12 @@ Status register_elevator(const ElevatorType* type) {
   std::lock_guard<std::mutex> g(registry_lock());
   for (const ElevatorType* t : registry()) {
     if (t->name == type->name || t->alias == type->name)
-      return Status::error(17, "elevator " + type->name + " is already registered");
+      return Status::error(EEXIST, "elevator " + type->name + " is already registered");
     if (!type->alias.empty() && (t->name == type->alias || t->alias == type->alias))
-      return Status::error(17, "elevator " + type->name + ": its alias " + type->alias + " names " + t->name);
+      return Status::error(EEXIST, "elevator " + type->name + ": its alias " + type->alias + " names " + t->name);
   }
   registry().push_back(type);
-  return Status::ok();
+  return Status::OK();
 }
 
 std::vector<std::string> registered_elevators() {
@@ -153,10 +154,10 @@ Status elevator_init_default(QueueImpl* q) {
   q->nr_requests_ = q->set_->cfg().queue_depth;
   q->async_depth_ = q->nr_requests_;
   const uint32_t f = q->set_->cfg().flags;
-  if (f & (kTagSetNoSched | kTagSetNoSchedByDefault)) return Status::ok();
-  if (q->nr_hw_queues_ != 1 && !(f & kTagSetSharedTags)) return Status::ok();
+  if (f & (kTagSetNoSched | kTagSetNoSchedByDefault)) return Status::OK();
+  if (q->nr_hw_queues_ != 1 && !(f & kTagSetSharedTags)) return Status::OK();
   const ElevatorType* t = find_elevator("mq-deadline");
-  if (!t) return Status::ok();
+  if (!t) return Status::OK();
   std::lock_guard<std::mutex> g(q->sysfs_lock_);
   // The queue is on its set's list already: an update_nr_hw_queues that
   // ends now restarts its requeue work, whose run reads the elevator. As
@@ -179,10 +180,10 @@ Status elevator_switch(QueueImpl* q, std::string_view name) {
     q->nr_requests_ = q->set_->cfg().queue_depth;
     q->async_depth_ = q->nr_requests_;
   }
-  if ((none && !q->elevator_) || (t && q->elevator_ && q->elevator_->type == t)) return Status::ok();
+  if ((none && !q->elevator_) || (t && q->elevator_ && q->elevator_->type == t)) return Status::OK();
   return with_queue_frozen(q, [&]() -> Status {
     exit_current(q);
-    if (none) return Status::ok();
+    if (none) return Status::OK();
     return init_new(q, t);
   });
 }
@@ -252,7 +253,7 @@ Status set_nr_requests(QueueImpl* q, unsigned nr) {
       for (HwCtxImpl* h : q->hctxs_) h->tags->bitmap_tags.resize(nr - h->tags->nr_reserved);
       q->async_depth_ = scaled_async_depth(q, nr);
       q->nr_requests_ = nr;
-      return Status::ok();
+      return Status::OK();
     });
   }
   if (nr > 2048) return Status::invalid("queue/nr_requests: at most 2048 with a scheduler");
@@ -262,7 +263,7 @@ Status set_nr_requests(QueueImpl* q, unsigned nr) {
     q->async_depth_ = scaled_async_depth(q, nr);
     q->nr_requests_ = nr;
     if (q->elevator_->type->ops.depth_updated) q->elevator_->type->ops.depth_updated(q);
-    return Status::ok();
+    return Status::OK();
   });
 }
 

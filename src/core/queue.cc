@@ -63,7 +63,7 @@ Status QueueImpl::init_hctxs(unsigned nr_hw) {
   hctxs_.clear();
   for (auto& h : hctx_store_) hctxs_.push_back(h.get());
   nr_hw_queues_ = nr_hw;
-  return Status::ok();
+  return Status::OK();
 }
 
 void QueueImpl::stop_hctx_walkers() {
@@ -140,7 +140,7 @@ Status QueueImpl::init() {
   fq_ = flush_queue_alloc(this);
   set_->queues_.push_back(this);
   if (set_->queues_.size() > 1) set_->set_queue_shared(true, this);
-  return Status::ok();
+  return Status::OK();
 }
 
 bool QueueImpl::enter(bool nowait) {

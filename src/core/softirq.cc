@@ -18,7 +18,7 @@
 #include "base/llist.h"
 #include "base/percpu.h"
 #include "base/thread.h"
-#include "blkmq/context.h"
+#include "blkmq/driver/context.h"
 #include "core/core.h"
 
 namespace blkmq {

@@ -1,5 +1,6 @@
 // Tag sets: validation, tag maps and static requests per hctx, the CPU to
 // hctx maps, and update_nr_hw_queues.
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -20,7 +21,7 @@ size_t rq_size_for(unsigned cmd_size) { return (sizeof(Request) + cmd_size + 63)
 Status alloc_static_rqs(TagSetImpl* set, Tags* tags, unsigned hctx_idx) {
   tags->rq_size = rq_size_for(set->cfg().cmd_size);
   tags->rq_mem = std::aligned_alloc(64, tags->rq_size * tags->nr_tags);
-  if (!tags->rq_mem) return Status::error(12, "out of memory allocating requests");
+  if (!tags->rq_mem) return Status::error(ENOMEM, "out of memory allocating requests");
   std::memset(tags->rq_mem, 0, tags->rq_size * tags->nr_tags);
   for (unsigned i = 0; i < tags->nr_tags; i++) {
     auto* rq = new (static_cast<char*>(tags->rq_mem) + i * tags->rq_size) Request();
@@ -30,7 +31,7 @@ Status alloc_static_rqs(TagSetImpl* set, Tags* tags, unsigned hctx_idx) {
         return Status::error(err < 0 ? -err : err, "driver init_request failed");
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 void free_static_rqs(TagSetImpl* set, Tags* tags, unsigned hctx_idx) {
@@ -63,7 +64,7 @@ Status TagSetImpl::alloc_tags(unsigned nr_hw) {
   shared_tags_ = std::move(shared);
   tags_ = std::move(tags);
   nr_hw_queues_ = nr_hw;
-  return Status::ok();
+  return Status::OK();
 }
 
 // Spreads CPUs over each type's queues in contiguous groups; a type without
@@ -149,7 +150,8 @@ Status TagSet::update_nr_hw_queues(unsigned nr_default, unsigned nr_poll) {
     for (QueueImpl* q : set->queues_)
       if (q->elevator_) saved.emplace_back(q, q->elevator_->type->name);
   }
-  for (auto& [q, name] : saved) elevator_switch(q, "none");
+  // Switching to none only frees the scheduler: it cannot fail.
+  for (auto& [q, name] : saved) (void)elevator_switch(q, "none");
   Status st = update_nr_hw_queues_locked(set, nr_default, nr_poll);
   for (auto& [q, name] : saved) {
     Status back = elevator_switch(q, name);
@@ -178,7 +180,7 @@ Status update_nr_hw_queues_locked(TagSetImpl* set, unsigned nr_default, unsigned
       if (Status s = q->init_hctxs(set->nr_hw_queues_); !s) return s;
       q->map_swqueues();
     }
-    return Status::ok();
+    return Status::OK();
   };
   Status st = apply(nr_default, nr_poll);
   if (!st) {

@@ -49,7 +49,7 @@ Status trace_start_locked(QueueImpl* q, const std::string& dir, size_t buffer_by
   q->trace_.store(w->get(), std::memory_order_release);
   q->trace_writers_.push_back(std::move(*w));
   q->trace_dir_ = dir;
-  return Status::ok();
+  return Status::OK();
 }
 
 void trace_stop_locked(QueueImpl* q) {

@@ -22,7 +22,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "blkmq/blktrace_format.h"
+#include "trace/blktrace_format.h"
 #include "core/core.h"
 
 namespace blkmq {

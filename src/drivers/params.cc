@@ -39,7 +39,7 @@ Status ParamValue::to_power_of_two(unsigned lo, unsigned hi, unsigned* out) cons
     return error("a power of two in " + std::to_string(lo) + ".." + std::to_string(hi));
   }
   *out = v;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status ParamValue::to_bool(bool* out) const {
@@ -50,7 +50,7 @@ Status ParamValue::to_bool(bool* out) const {
   } else {
     return error("0 or 1 (also y/n, true/false)");
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status ParamValue::to_choice(std::initializer_list<std::string_view> names, size_t* index) const {
@@ -59,7 +59,7 @@ Status ParamValue::to_choice(std::initializer_list<std::string_view> names, size
   for (std::string_view n : names) {
     if (n == value) {
       *index = i;
-      return Status::ok();
+      return Status::OK();
     }
     if (i) accepted += (i + 1 == names.size()) ? " or " : ", ";
     accepted += n;
@@ -70,7 +70,7 @@ Status ParamValue::to_choice(std::initializer_list<std::string_view> names, size
 
 Status ParamValue::to_size(const SizeSyntax& syntax, uint64_t* out) const {
   if (!parse_size(value, syntax, out)) return error(syntax.accepted);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status unknown_param(std::string_view driver, std::string_view name,
@@ -93,7 +93,7 @@ Status fit_max_sectors(std::string_view driver, unsigned bs, unsigned* max_secto
                            "); got '" + std::to_string(*max_sectors) + "'");
   }
   *max_sectors -= *max_sectors % min_sectors;
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace blkmq::drvparam

@@ -56,7 +56,7 @@ struct ParamValue {
       return error("an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
     }
     *out = v;
-    return Status::ok();
+    return Status::OK();
   }
   // Any value of an unsigned T ("an unsigned integer"); the range is for
   // the caller to check.
@@ -66,7 +66,7 @@ struct ParamValue {
     T v{};
     if (!read_int(&v)) return error("an unsigned integer");
     *out = v;
-    return Status::ok();
+    return Status::OK();
   }
   // A power of two in lo..hi (block sizes).
   Status to_power_of_two(unsigned lo, unsigned hi, unsigned* out) const;
@@ -120,7 +120,7 @@ Status parse_params(std::string_view driver, const ParamDef<P> (&defs)[N], const
     }
     if (Status st = def->apply(*p, ParamValue{driver, name, value}); !st) return st;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 // One ParamInfo per table entry, in table order.

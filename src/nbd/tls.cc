@@ -85,7 +85,7 @@ Status TlsCredentials::load_x509(const std::string& dir, bool verify_peer) {
     return tls_error("TLS: bad certificate or key " + cert + ", " + key, rc);
   // For a client that picks a DHE key exchange.
   gnutls_certificate_set_known_dh_params(x509_, GNUTLS_SEC_PARAM_MEDIUM);
-  return Status::ok();
+  return Status::OK();
 }
 
 // GnuTLS reads the key file at each handshake and only checks that it
@@ -113,7 +113,7 @@ Status TlsCredentials::load_psk(const std::string& file) {
   if (const int rc = gnutls_psk_set_server_credentials_file(psk_, file.c_str()); rc < 0)
     return tls_error("TLS: the PSK file " + file, rc);
   gnutls_psk_set_server_known_dh_params(psk_, GNUTLS_SEC_PARAM_MEDIUM);
-  return Status::ok();
+  return Status::OK();
 }
 
 Transport::Transport(int fd, unsigned send_timeout_ms)
@@ -193,7 +193,7 @@ Status Transport::start_tls(const TlsCredentials& creds, unsigned timeout_ms) {
     return Status::invalid(std::move(msg));
   }
   session_ = s;
-  return Status::ok();
+  return Status::OK();
 }
 
 int64_t Transport::now_ns() {

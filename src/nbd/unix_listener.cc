@@ -39,7 +39,7 @@ Probe probe_socket(const sockaddr_un& a, int* err) {
 Status clear_path(const std::string& path, const sockaddr_un& a) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::ok();
+    if (errno == ENOENT) return Status::OK();
     return listener_error("cannot listen on " + path);
   }
   if (!S_ISSOCK(st.st_mode))
@@ -50,12 +50,12 @@ Status clear_path(const std::string& path, const sockaddr_un& a) {
     case Probe::live:
       return Status::error(EADDRINUSE, "cannot listen on " + path + ": socket in use by a running process");
     case Probe::gone:
-      return Status::ok();
+      return Status::OK();
     case Probe::stale:
       // Nobody listens: a server that ended without removing it.
       if (::unlink(path.c_str()) != 0 && errno != ENOENT)
         return listener_error("cannot remove the stale socket " + path);
-      return Status::ok();
+      return Status::OK();
     case Probe::unknown:
       break;
   }

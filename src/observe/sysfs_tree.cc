@@ -9,8 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace blkmq {
 namespace {
@@ -30,7 +35,7 @@ Status make_dirs(const std::string& path) {
     if (part == "/" || part.empty()) continue;
     if (::mkdir(at.c_str(), 0700) != 0 && errno != EEXIST) return errno_status("sysfs tree: " + at);
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 std::string dev_link(const std::string& dir, const Queue& q) {
@@ -39,18 +44,43 @@ std::string dev_link(const std::string& dir, const Queue& q) {
 
 }  // namespace
 
+struct SysfsTree::Impl {
+  ~Impl();
+  Status add(Queue& q);
+  void remove(Queue& q);
+  void run();
+  // Writes q's files: every attribute, or only the fast-changing ones.
+  Status write_device(Queue& q, bool all);
+  Status write_file(const std::string& path, const std::string& text);
+
+  std::string dir_;
+  unsigned refresh_ms_ = 1000;
+  std::mutex lock_;  // queues_, and each refresh
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::vector<Queue*> queues_;
+  std::map<const Queue*, std::vector<std::string>> written_;  // the files of each, at the last full write
+  std::thread thread_;
+};
+
+SysfsTree::SysfsTree(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SysfsTree::~SysfsTree() = default;
+Status SysfsTree::add(Queue& q) { return impl_->add(q); }
+void SysfsTree::remove(Queue& q) { impl_->remove(q); }
+const std::string& SysfsTree::dir() const { return impl_->dir_; }
+
 Result<std::unique_ptr<SysfsTree>> SysfsTree::open(const std::string& dir, unsigned refresh_ms) {
   if (dir.empty()) return Status::invalid("sysfs tree: expected a directory");
   for (const std::string& d : {dir, dir + "/block", dir + "/dev", dir + "/dev/block"})
     if (Status st = make_dirs(d); !st) return st;
-  std::unique_ptr<SysfsTree> t(new SysfsTree());
-  t->dir_ = dir;
-  t->refresh_ms_ = std::max(refresh_ms, 1u);
-  t->thread_ = std::thread([p = t.get()] { p->run(); });
-  return t;
+  auto impl = std::make_unique<Impl>();
+  impl->dir_ = dir;
+  impl->refresh_ms_ = std::max(refresh_ms, 1u);
+  impl->thread_ = std::thread([p = impl.get()] { p->run(); });
+  return std::unique_ptr<SysfsTree>(new SysfsTree(std::move(impl)));
 }
 
-SysfsTree::~SysfsTree() {
+SysfsTree::Impl::~Impl() {
   {
     std::lock_guard<std::mutex> l(lock_);
     stop_ = true;
@@ -60,7 +90,7 @@ SysfsTree::~SysfsTree() {
   while (!queues_.empty()) remove(*queues_.back());
 }
 
-Status SysfsTree::add(Queue& q) {
+Status SysfsTree::Impl::add(Queue& q) {
   std::lock_guard<std::mutex> l(lock_);
   for (const Queue* e : queues_)
     if (e->name() == q.name()) return Status::error(EEXIST, "sysfs tree: a device '" + q.name() + "' is there");
@@ -69,10 +99,10 @@ Status SysfsTree::add(Queue& q) {
   ::unlink(link.c_str());
   if (::symlink(("../../block/" + q.name()).c_str(), link.c_str()) != 0) return errno_status("sysfs tree: " + link);
   queues_.push_back(&q);
-  return Status::ok();
+  return Status::OK();
 }
 
-void SysfsTree::remove(Queue& q) {
+void SysfsTree::Impl::remove(Queue& q) {
   std::lock_guard<std::mutex> l(lock_);
   auto it = std::find(queues_.begin(), queues_.end(), &q);
   if (it == queues_.end()) return;
@@ -83,7 +113,7 @@ void SysfsTree::remove(Queue& q) {
   fs::remove_all(dir_ + "/block/" + q.name(), ec);
 }
 
-Status SysfsTree::write_file(const std::string& path, const std::string& text) {
+Status SysfsTree::Impl::write_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".new";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return errno_status("sysfs tree: " + tmp);
@@ -95,13 +125,13 @@ Status SysfsTree::write_file(const std::string& path, const std::string& text) {
     ::unlink(tmp.c_str());
     return st;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 // Every attribute the queue lists (its set changes with the scheduler:
 // queue/iosched/* and with the hw queues: mq/<n>/*), or just the two that
 // move with every I/O. The caller holds lock_.
-Status SysfsTree::write_device(Queue& q, bool all) {
+Status SysfsTree::Impl::write_device(Queue& q, bool all) {
   const std::string base = dir_ + "/block/" + q.name() + "/";
   const std::vector<std::string> names = all ? q.attr_names() : std::vector<std::string>{"stat", "inflight"};
   for (const std::string& name : names) {
@@ -112,7 +142,7 @@ Status SysfsTree::write_device(Queue& q, bool all) {
       if (Status st = make_dirs(fs::path(path).parent_path().string()); !st) return st;
     if (Status st = write_file(path, *v); !st) return st;
   }
-  if (!all) return Status::ok();
+  if (!all) return Status::OK();
   // A scheduler switch or a new hw queue count retires attributes: their
   // files go, as the kernel's do.
   std::vector<std::string>& old = written_[&q];
@@ -122,10 +152,10 @@ Status SysfsTree::write_device(Queue& q, bool all) {
       fs::remove(base + name, ec);
     }
   old = names;
-  return Status::ok();
+  return Status::OK();
 }
 
-void SysfsTree::run() {
+void SysfsTree::Impl::run() {
   std::unique_lock<std::mutex> l(lock_);
   auto next_all = std::chrono::steady_clock::now() + std::chrono::milliseconds(refresh_ms_);
   while (!stop_) {

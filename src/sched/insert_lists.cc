@@ -36,7 +36,7 @@ Status SplitInsert::store(std::string_view v) {
   if (v == "split") mode_.store(InsertLists::split);
   else if (v == "locked") mode_.store(InsertLists::locked);
   else return Status::invalid("queue/iosched/insert_lists: '" + std::string(v) + "' is not split or locked");
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace blkmq

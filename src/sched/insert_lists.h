@@ -16,8 +16,8 @@
 #include <string_view>
 
 #include "base/lockstat.h"
-#include "blkmq/elevator.h"
-#include "blkmq/list.h"
+#include "blkmq/elevator/elevator.h"
+#include "blkmq/driver/list.h"
 
 namespace blkmq {
 
@@ -106,7 +106,7 @@ ElvAttr lock_stat_attr(const char* name) {
     if (v != "0") return Status::invalid(std::string("lock statistics: only 0 (reset) can be written, not '") +
                                          std::string(v) + "'");
     Of(eq)->reset();
-    return Status::ok();
+    return Status::OK();
   };
   return a;
 }

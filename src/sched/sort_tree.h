@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "blkmq/rbtree.h"
-#include "blkmq/request.h"
+#include "blkmq/elevator/rbtree.h"
+#include "blkmq/driver/request.h"
 
 namespace blkmq {
 

@@ -1,6 +1,6 @@
 // The intrusive red-black tree against std::multiset under random inserts
 // and erases, checking the colour rules and parent links after every step.
-#include "blkmq/rbtree.h"
+#include "blkmq/elevator/rbtree.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 
 #include "base/clock.h"
 #include "base/event.h"
-#include "blkmq/threads.h"
+#include "base/thread.h"
 
 namespace blkmq::base {
 namespace {
@@ -69,7 +69,7 @@ TEST(Thread, UsageReportsBusyThreadCpuTime) {
   std::thread idle = start_thread({"usagetest/1"}, [&] { release.wait_for(5 * kNsPerSec); });
   ASSERT_TRUE(spun.wait(5 * kNsPerSec));
 
-  auto live = thread_usage();
+  auto live = base::thread_usage();
   ASSERT_TRUE(live.count("usagetest"));
   EXPECT_EQ(live["usagetest"].nr_threads, 2u);
   EXPECT_GE(live["usagetest"].cpu_ns, kBusy);
@@ -80,7 +80,7 @@ TEST(Thread, UsageReportsBusyThreadCpuTime) {
   release.complete();
   busy.join();
   idle.join();
-  auto after = thread_usage();
+  auto after = base::thread_usage();
   EXPECT_EQ(after["usagetest"].nr_threads, 2u);
   EXPECT_GE(after["usagetest"].cpu_ns, live["usagetest"].cpu_ns);
   EXPECT_EQ(after["usagetest"].nvcsw, 0u);  // only living threads are read

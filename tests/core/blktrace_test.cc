@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "blkmq/blktrace_format.h"
+#include "trace/blktrace_format.h"
 #include "core/blktrace_writer.h"
 #include "support/blkparse.h"
 

@@ -66,5 +66,33 @@ TEST(StatusTable, NamesAreDistinctAndStatusesRoundTrip) {
   }
 }
 
+// LevelDB's spelling: Status::OK() makes a success and ok() tests one. The
+// factory was once spelled ok(), so `st.ok()` on an error compiled and was
+// always true (issue 27).
+TEST(StatusApi, OkIsThePredicateAndOKTheFactory) {
+  const Status good = Status::OK();
+  const Status bad = Status::error(ENOSPC, "full");
+  EXPECT_TRUE(good.ok());
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), ENOSPC);
+  EXPECT_EQ(bad.message(), "full");
+  EXPECT_FALSE(Status::error(0, "no code").ok()) << "an error is never OK, whatever its code";
+}
+
+#ifdef NDEBUG
+// A Result cannot be built from an OK Status: it has no value to carry. In
+// release builds it becomes an error that says so (debug builds assert).
+TEST(StatusApi, ResultRefusesAnOkStatus) {
+  Result<int> r(Status::OK());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), EINVAL);
+  EXPECT_NE(r.status().message().find("OK status"), std::string::npos) << r.status().message();
+}
+#else
+TEST(StatusApiDeathTest, ResultRefusesAnOkStatus) {
+  EXPECT_DEATH({ Result<int> r(Status::OK()); (void)r; }, "Result built from an OK Status");
+}
+#endif
+
 }  // namespace
 }  // namespace blkmq

@@ -18,7 +18,7 @@ constexpr uint32_t kHZ = kExtentHole | kExtentZero;
 
 std::vector<std::pair<uint64_t, uint32_t>> flat(const Result<std::vector<Extent>>& r) {
   std::vector<std::pair<uint64_t, uint32_t>> v;
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
+  EXPECT_TRUE(r.ok()) << (r ? "" : r.status().message());
   if (r) {
     for (const Extent& e : r.value()) v.emplace_back(e.length, e.flags);
   }
@@ -52,7 +52,7 @@ TEST(NullStoreAllocation, UnwrittenAndDiscardedPagesAreHoles) {
   EXPECT_EQ(flat(s.allocation(0, 1 << 20, 16384, 100)), (Map{{32768, 0}, {(1 << 20) - 32768, kHZ}}));
   ASSERT_EQ(s.discard(8192, 4096), BlkStatus::ok);
   EXPECT_EQ(flat(s.allocation(0, 8 * 4096, 4096, 100)), (Map{{5 * 4096, kHZ}, {4096, 0}, {8192, kHZ}}));
-  EXPECT_FALSE(s.allocation(4096, 1 << 20, 4096, 100).is_ok());
+  EXPECT_FALSE(s.allocation(4096, 1 << 20, 4096, 100).ok());
 }
 
 TEST(NullStoreAllocation, CachedPagesAreData) {

@@ -12,7 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread.h"
 #include "blkmq/blkmq.h"
+#include "blkmq/driver/context.h"
 #include "drivers/null/null.h"
 #include "drivers/null/null_params.h"
 #include "support/device_test_util.h"
@@ -107,21 +109,21 @@ TEST(NullDevice, NoSchedSelectsNone) {
   auto dev = make({{"no_sched", "1"}, {"poll_queues", "0"}});
   ASSERT_TRUE(dev);
   auto s = dev->queue().attr("queue/scheduler");
-  ASSERT_TRUE(s.is_ok());
+  ASSERT_TRUE(s.ok());
   EXPECT_NE(s->find("[none]"), std::string::npos) << *s;
 }
 
 TEST(NullDevice, NoSched2ForbidsSchedulers) {
   auto dev = make({{"no_sched", "2"}, {"poll_queues", "0"}});
   ASSERT_TRUE(dev);
-  EXPECT_FALSE(dev->queue().set_attr("queue/scheduler", "mq-deadline").is_ok());
+  EXPECT_FALSE(dev->queue().set_attr("queue/scheduler", "mq-deadline").ok());
 }
 
 TEST(NullDevice, CoreAttributesPassThrough) {
   auto dev = make({{"attr:queue/nomerges", "2"}});
   ASSERT_TRUE(dev);
   auto v = dev->queue().attr("queue/nomerges");
-  ASSERT_TRUE(v.is_ok());
+  ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, "2");
 }
 
@@ -167,7 +169,7 @@ TEST(NullDevice, TimerModeTakesCompletionNsec) {
   auto t0 = Clock::now();
   EXPECT_EQ(dev->queue().read_sync(buf.data(), 0, 4096), BlkStatus::ok);
   EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(25));
-  auto usage = thread_usage();
+  auto usage = base::thread_usage();
   EXPECT_TRUE(usage.count("null-timer"));
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 FaultConfig cfg(const char* s) {
   auto r = parse_fault_config("requeue", s);
-  EXPECT_TRUE(r.is_ok()) << s;
+  EXPECT_TRUE(r.ok()) << s;
   return r ? *r : FaultConfig{};
 }
 
@@ -28,7 +28,7 @@ TEST(NullFault, ParseAndFormat) {
   for (const char* bad : {"1", "1,2", "1,2,3", "1,2,3,4,5", "a,1,1,1", "1,1,1,x", " 1,1,1,1",
                           "1,,1,1", "-1,1,1,1", "1,1,-1,1", "1,1,1,-5"}) {
     auto r = parse_fault_config("timeout_inject", bad);
-    EXPECT_FALSE(r.is_ok()) << bad;
+    EXPECT_FALSE(r.ok()) << bad;
     if (!r) {
       EXPECT_NE(r.status().message().find("'timeout_inject'"), std::string::npos);
     }

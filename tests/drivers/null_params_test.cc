@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "blkmq/tagset.h"
+#include "blkmq/driver/tagset.h"
 #include "drivers/null/null_params.h"
 #include "support/device_test_util.h"
 

@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread.h"
 #include "blkmq/blkmq.h"
+#include "blkmq/driver/context.h"
 #include "drivers/scsi/scsi_device.h"
 #include "drivers/scsi/scsi_host.h"
 #include "support/device_test_util.h"
@@ -96,14 +98,14 @@ TEST(ScsiHost, AddLunWhileAnotherLunIsBusy) {
   ScsiHostConfig hc;
   hc.latency_us = 100;
   auto host = ScsiHost::create(hc);
-  ASSERT_TRUE(host.is_ok());
+  ASSERT_TRUE(host.ok());
   auto a = (*host)->add_lun({});
-  ASSERT_TRUE(a.is_ok());
+  ASSERT_TRUE(a.ok());
   std::thread load([&] { EXPECT_EQ(run_load((*a)->queue(), 2, 20, 8), 0); });
   ScsiLunConfig lc;
   lc.queue_depth = 4;
   auto b = (*host)->add_lun(lc);
-  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ(run_load((*b)->queue(), 1, 10, 8), 0);
   load.join();
   expect_idle(**a);
@@ -154,8 +156,8 @@ TEST(ScsiHost, RaisingTheDepthReleasesWaitingCommands) {
   ScsiLun& lun = host_of(*dev).lun(0);
   std::thread load([&] { EXPECT_EQ(run_load(dev->queue(), 2, 10, 16), 0); });
   std::this_thread::sleep_for(5ms);
-  ASSERT_TRUE(lun.set_queue_depth(8).is_ok());
-  EXPECT_FALSE(lun.set_queue_depth(0).is_ok());
+  ASSERT_TRUE(lun.set_queue_depth(8).ok());
+  EXPECT_FALSE(lun.set_queue_depth(0).ok());
   load.join();
   EXPECT_LE(lun.max_inflight(), 8u);
   EXPECT_EQ(lun.queue_depth(), 8u);
@@ -180,7 +182,7 @@ TEST_P(ScsiShare, CanQueueIsSharedFairlyBetweenLuns) {
   ScsiHost& host = host_of(*dev);
   ScsiLun& a = host.lun(0);
   ScsiLun& b = host.lun(1);
-  ASSERT_TRUE(b.queue().set_attr("queue/nomerges", "2").is_ok());
+  ASSERT_TRUE(b.queue().set_attr("queue/nomerges", "2").ok());
   // Both LUNs become active users of the tags, then the maxima restart.
   std::vector<unsigned char> buf(4096);
   ASSERT_EQ(a.queue().read_sync(buf.data(), 0, 4096), BlkStatus::ok);
@@ -276,7 +278,7 @@ TEST(ScsiHost, LatencyModeCompletesFromTheIrqThread) {
   const std::string th = w.thread();
   EXPECT_TRUE(th.rfind("scsi-irq/", 0) == 0 || th.rfind("ksoftirqd/", 0) == 0) << th;
   bool irq_thread_seen = false;
-  for (const auto& [group, usage] : thread_usage()) irq_thread_seen |= group == "scsi-irq";
+  for (const auto& [group, usage] : base::thread_usage()) irq_thread_seen |= group == "scsi-irq";
   EXPECT_TRUE(irq_thread_seen);
   expect_idle(lun);
 }
@@ -321,9 +323,9 @@ TEST(ScsiSeed001, NoSchedHostHasNoScheduler) {
   auto dev = make({{"no_sched", "1"}});
   ASSERT_TRUE(dev);
   auto s = dev->queue().attr("queue/scheduler");
-  ASSERT_TRUE(s.is_ok());
+  ASSERT_TRUE(s.ok());
   EXPECT_NE(s->find("[none]"), std::string::npos) << *s;
-  EXPECT_FALSE(dev->queue().set_attr("queue/scheduler", "mq-deadline").is_ok());
+  EXPECT_FALSE(dev->queue().set_attr("queue/scheduler", "mq-deadline").ok());
 }
 
 TEST(ScsiSeed001, PlugDirectIssueSendsPluggedRequestsAtSubmit) {

@@ -59,7 +59,7 @@ TEST(ScsiParams, SizeSuffixes) {
   EXPECT_EQ(*parse_size("size", "1p"), 1ull << 50);
   for (const char* bad : {"", "G", "1X", "1Gx", "-1", "1.5G", "99999999999P", " 1"}) {
     auto r = parse_size("size", bad);
-    EXPECT_FALSE(r.is_ok()) << bad;
+    EXPECT_FALSE(r.ok()) << bad;
     if (!r) {
       EXPECT_NE(r.status().message().find("'size'"), std::string::npos);
     }
@@ -113,27 +113,27 @@ TEST(ScsiParams, DriverIsRegisteredWithItsParameters) {
 
 TEST(ScsiParams, CreateDeviceRefusesBadValues) {
   auto r = create_device("scsi", {{"queue_depth", "0"}});
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("'queue_depth'"), std::string::npos);
   auto u = create_device("scsi", {{"depth", "4"}});
-  ASSERT_FALSE(u.is_ok());
+  ASSERT_FALSE(u.ok());
   EXPECT_NE(u.status().message().find("depth"), std::string::npos);
 }
 
 TEST(ScsiParams, LibraryConfigsAreValidated) {
   ScsiHostConfig h;
   h.can_queue = 0;
-  EXPECT_FALSE(ScsiHost::create(h).is_ok());
+  EXPECT_FALSE(ScsiHost::create(h).ok());
   h = ScsiHostConfig{};
   auto host = ScsiHost::create(h);
-  ASSERT_TRUE(host.is_ok());
+  ASSERT_TRUE(host.ok());
   ScsiLunConfig l;
   l.queue_depth = 0;
-  EXPECT_FALSE((*host)->add_lun(l).is_ok());
+  EXPECT_FALSE((*host)->add_lun(l).ok());
   l = ScsiLunConfig{};
   l.backing = ScsiBacking::memory;
   auto m = (*host)->add_lun(l);
-  ASSERT_FALSE(m.is_ok()) << "a memory LUN needs a blocking host";
+  ASSERT_FALSE(m.ok()) << "a memory LUN needs a blocking host";
   EXPECT_NE(m.status().message().find("blocking"), std::string::npos);
   EXPECT_EQ((*host)->nr_luns(), 0u);
 }

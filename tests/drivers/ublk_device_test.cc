@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
-#include "blkmq/ublk.h"
+#include "blkmq/elevator/elevator.h"
+#include "blkmq/driver/context.h"
+#include "blkmq/driver/ublk.h"
 #include "support/device_test_util.h"
 
 namespace blkmq {
@@ -31,7 +33,7 @@ std::string make_error(const ParamMap& params) { return devtest::make_device_err
 
 std::unique_ptr<Device> make_user(std::unique_ptr<UblkTarget> t, UblkOptions o) {
   auto r = create_ublk_device(std::move(t), o);
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
+  EXPECT_TRUE(r.ok()) << (r ? "" : r.status().message());
   return r ? std::move(*r) : nullptr;
 }
 
@@ -156,9 +158,9 @@ TEST(UblkDevice, OptionsAreValidated) {
   UblkOptions o = small_options();
   o.size = 0;
   auto r = create_ublk_device(std::make_unique<RamTarget>(1), o);
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("size"), std::string::npos);
-  EXPECT_FALSE(create_ublk_device(nullptr, small_options()).is_ok());
+  EXPECT_FALSE(create_ublk_device(nullptr, small_options()).ok());
 }
 
 TEST(UblkDevice, DefaultsAndScheduler) {
@@ -172,7 +174,7 @@ TEST(UblkDevice, DefaultsAndScheduler) {
   auto regs = registered_elevators();
   const bool dl = std::find(regs.begin(), regs.end(), "mq-deadline") != regs.end();
   auto sched = dev->queue().attr("queue/scheduler");
-  ASSERT_TRUE(sched.is_ok());
+  ASSERT_TRUE(sched.ok());
   EXPECT_NE(sched->find(dl ? "[mq-deadline]" : "[none]"), std::string::npos) << *sched;
   std::vector<unsigned char> buf(4096);
   EXPECT_EQ(dev->queue().read_sync(buf.data(), 0, 4096), BlkStatus::ok);
@@ -184,7 +186,7 @@ TEST(UblkDevice, InitQueueFailureFailsCreation) {
     Status init_queue(unsigned q) override { return Status::invalid("no ring for queue " + std::to_string(q)); }
   };
   auto r = create_ublk_device(std::make_unique<Failing>(), small_options());
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no ring for queue 0"), std::string::npos);
 }
 
@@ -405,8 +407,8 @@ std::string completion_thread(const char* mode) {
   if (!dev) return "";
   // rq_affinity=0: no handoff to the submitting CPU, so only
   // task_completion decides between the server thread and ksoftirqd.
-  EXPECT_TRUE(dev->queue().set_attr("queue/rq_affinity", "0").is_ok());
-  EXPECT_TRUE(dev->queue().set_attr("queue/task_completion", mode).is_ok());
+  EXPECT_TRUE(dev->queue().set_attr("queue/rq_affinity", "0").ok());
+  EXPECT_TRUE(dev->queue().set_attr("queue/task_completion", mode).ok());
   std::vector<unsigned char> buf(4096);
   EXPECT_EQ(dev->queue().read_sync(buf.data(), 0, 4096), BlkStatus::ok);
   EXPECT_EQ(t->handler(), "ublk-srv/0");

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
-#include "blkmq/ublk.h"
+#include "blkmq/driver/context.h"
+#include "blkmq/driver/ublk.h"
 
 namespace blkmq {
 namespace {
@@ -75,7 +76,7 @@ TEST(UblkLoop, SizeComesFromTheFile) {
   EXPECT_EQ(dev->size_bytes(), kFileSize);
   EXPECT_TRUE(dev->queue().limits().write_cache);
   auto r = create_device("ublk", {{"target", "loop"}, {"filename", f.path()}, {"size", "64m"}});
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("larger than"), std::string::npos);
 }
 
@@ -151,7 +152,7 @@ TEST(UblkLoop, DirectIoReachesTheFile) {
   std::free(wbuf);
   std::free(rbuf);
   auto bad = create_device("ublk", {{"target", "null"}, {"direct", "1"}});
-  ASSERT_FALSE(bad.is_ok());
+  ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("target=loop only"), std::string::npos);
 }
 

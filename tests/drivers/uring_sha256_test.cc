@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
+#include "blkmq/driver/context.h"
 #include "support/device_test_util.h"
 
 namespace blkmq {
@@ -158,12 +159,12 @@ TEST_P(Sha256, FileWrittenThroughBlkmqMatchesPwrite) {
   if (!r && std::string(c.driver) == "ublk" &&
       r.status().message().find("io_uring") != std::string::npos)
     GTEST_SKIP() << "io_uring is not available here: " << r.status().message();
-  ASSERT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
+  ASSERT_TRUE(r.ok()) << (r ? "" : r.status().message());
   std::unique_ptr<Device> dev = std::move(*r);
   Queue& q = dev->queue();
   ASSERT_EQ(dev->size_bytes(), kSize);
   auto sched = q.attr("queue/scheduler");
-  ASSERT_TRUE(sched.is_ok());
+  ASSERT_TRUE(sched.ok());
   EXPECT_NE(sched->find(std::string("[") + c.scheduler + "]"), std::string::npos) << *sched;
 
   std::mt19937_64 rng(kSeed);

@@ -35,7 +35,7 @@ TEST(NbdServer, TcpConnectionsGetKeepalive) {
   ServerConfig sc;
   sc.port = 0;
   auto s = Server::listen(sc, hs, none);
-  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  ASSERT_TRUE(s.ok()) << s.status().message();
   std::thread t([&] { (*s)->serve(); });
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

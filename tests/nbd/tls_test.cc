@@ -274,8 +274,8 @@ TEST_F(NbdTls, BadCredentialsStopTheServerFromStarting) {
     sc.socket_path = dir_ + "/refused.sock";
     sc.tls = std::move(t);
     auto s = Server::listen(sc, hs, exports);
-    EXPECT_FALSE(s.is_ok());
-    return s.is_ok() ? std::string() : s.status().message();
+    EXPECT_FALSE(s.ok());
+    return s.ok() ? std::string() : s.status().message();
   };
   TlsConfig t = x509(TlsMode::require);
   t.certificates = dir_ + "/client";  // no server-cert.pem there
@@ -307,14 +307,14 @@ TEST_F(NbdTls, ShortPskIsRefusedNamingTheLine) {
   std::ofstream(sc.tls.psk_file) << "bob:00112233445566778899aabbccddeeff\n"   // 16 bytes: fine
                                  << "alice:00112233445566778899aabbccddee\n";   // 15 bytes
   auto s = Server::listen(sc, hs, exports);
-  ASSERT_FALSE(s.is_ok()) << "a 15-byte PSK was accepted";
+  ASSERT_FALSE(s.ok()) << "a 15-byte PSK was accepted";
   const std::string m = s.status().message();
   EXPECT_NE(m.find("short.psk line 2"), std::string::npos) << m;
   EXPECT_NE(m.find("too short"), std::string::npos) << m;
   EXPECT_NE(m.find("16 bytes"), std::string::npos) << m;
   std::ofstream(sc.tls.psk_file) << "bob:00112233445566778899aabbccddeeff\n";
   auto ok = Server::listen(sc, hs, exports);
-  EXPECT_TRUE(ok.is_ok()) << ok.status().message();
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
 }
 
 }  // namespace

@@ -24,10 +24,10 @@ namespace {
 TEST(ControlRegress, StuckClientDelaysNeitherOthersNorStop) {
   blkmq::test::Watchdog wd("a control client that never reads", std::chrono::seconds(30));
   auto dev = create_device("null", {{"size", "16"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   const std::string path = temp_path("ctl_stuck");
   auto s = control::Server::start(path, {&(*dev)->queue()});
-  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  ASSERT_TRUE(s.ok()) << s.status().message();
 
   // Thousands of "attrs" requests (an answer of about 1 KiB each) sent at
   // once, none read: the answers overrun the socket buffers and the

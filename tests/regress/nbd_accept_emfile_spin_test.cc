@@ -42,7 +42,7 @@ double cpu_seconds() {
   sc.accept_backoff_ms = 100;
   sc.log = [&](const std::string&) { logged++; };
   auto s = Server::listen(sc, hs, none);
-  if (!s.is_ok()) std::_Exit(2);
+  if (!s.ok()) std::_Exit(2);
   std::thread t([&] { (*s)->serve(); });
   const int client = ::socket(AF_UNIX, SOCK_STREAM, 0);
   // Use up every descriptor the lowered limit leaves.

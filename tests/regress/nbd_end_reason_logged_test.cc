@@ -29,7 +29,7 @@ struct Log {
 
 TEST(NbdRegress, WhyAConnectionEndedIsLogged) {
   auto dev = create_device("null", {{"size", "16"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   Log log;
   ServerConfig sc;
   sc.conn.handshake_timeout_ms = 200;

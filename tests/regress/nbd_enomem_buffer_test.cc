@@ -36,7 +36,7 @@ uint64_t address_space_bytes() {
   ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   ::mallopt(M_ARENA_MAX, 1);  // no thread arena with reserved room to grow in
   auto dev = create_device("null", {{"size", "64"}});
-  if (!dev.is_ok()) std::_Exit(2);
+  if (!dev.ok()) std::_Exit(2);
   Served s(std::move(*dev), ServerConfig{});
   const int fd = connect_unix(s.path());
   if (!go(fd)) std::_Exit(3);

@@ -16,7 +16,7 @@ namespace {
 
 TEST(NbdRegress, RequestsAfterStopAreAnsweredEshutdown) {
   auto dev = create_device("null", {{"size", "16"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   ServerConfig sc;
   sc.conn.shutdown_grace_ms = 5000;
   auto s = std::make_unique<Served>(std::move(*dev), sc);
@@ -41,7 +41,7 @@ TEST(NbdRegress, RequestsAfterStopAreAnsweredEshutdown) {
 
 TEST(NbdRegress, StopDoesNotWaitPastTheGraceForASilentClient) {
   auto dev = create_device("null", {{"size", "16"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   ServerConfig sc;
   sc.conn.shutdown_grace_ms = 200;
   auto s = std::make_unique<Served>(std::move(*dev), sc);

@@ -43,7 +43,7 @@ bool flushed_past(Device& d, uint64_t n) {
 TEST(NbdRegress, FuaTrimOnAnEmulatedFuaCacheIsPerformedAndFlushed) {
   auto dev = create_device("null", {{"size", "16"}, {"memory_backed", "1"}, {"cache_size", "16"},
                                     {"fua", "0"}, {"discard", "1"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   Served s(std::move(*dev), ServerConfig{}, 512, kTxSendTrim);
   const int fd = connect_unix(s.path());
   ASSERT_TRUE(go(fd));
@@ -64,7 +64,7 @@ TEST(NbdRegress, FuaWriteZeroesOnANativeFuaFileIsFlushedBeforeTheReply) {
   const std::string file = dir + "/disk.img";
   {
     auto dev = create_device("uring", {{"filename", file}, {"size", "8m"}});
-    ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+    ASSERT_TRUE(dev.ok()) << dev.status().message();
     Served s(std::move(*dev), ServerConfig{}, 512, kTxSendWriteZeroes);
     const int fd = connect_unix(s.path());
     ASSERT_TRUE(go(fd));
@@ -117,7 +117,7 @@ TEST(NbdRegress, FuaWriteZeroesOnABlockDeviceIsFlushedBeforeTheReply) {
   } detach{loop, file, dir};
   {
     auto dev = create_device("uring", {{"filename", loop}, {"direct", "1"}});
-    ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+    ASSERT_TRUE(dev.ok()) << dev.status().message();
     if (!dev.value()->queue().limits().max_write_zeroes_sectors) GTEST_SKIP() << loop << " cannot zero";
     Served s(std::move(*dev), ServerConfig{}, 512, kTxSendWriteZeroes);
     const int fd = connect_unix(s.path());

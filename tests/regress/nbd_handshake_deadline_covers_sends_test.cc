@@ -16,7 +16,7 @@ namespace {
 
 TEST(NbdRegress, HandshakeDeadlineEndsAClientThatDoesNotReadItsReplies) {
   auto dev = create_device("null", {{"size", "16"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   ServerConfig sc;
   sc.max_connections = 1;
   sc.conn.handshake_timeout_ms = 300;

@@ -19,7 +19,7 @@ namespace {
 TEST(NbdRegress, IdleConnectorsDoNotLockOutARealClient) {
   if (!test::have("nbdinfo")) GTEST_SKIP() << "nbdinfo (libnbd-bin) not installed";
   auto dev = create_device("null", {{"size", "16"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   Served s(std::move(*dev), ServerConfig{});  // the defaults: 16 + 16 slots, 10 s handshake deadline
   std::vector<int> idle;
   for (int i = 0; i < 64; i++) idle.push_back(connect_unix(s.path()));

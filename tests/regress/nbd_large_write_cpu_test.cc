@@ -44,7 +44,7 @@ TEST(NbdRegress, LargeWritesCostNoMoreCpuPerByteThanSmallOnes) {
   GTEST_SKIP() << "a CPU-cost comparison: release tree only (sanitizers change every cost)";
 #endif
   auto dev = create_device("null", {{"size", "64"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   Served s(std::move(*dev), ServerConfig{});
   const int fd = connect_unix(s.path());
   ASSERT_TRUE(go(fd));

@@ -17,7 +17,7 @@ namespace {
 
 TEST(NbdRegress, ConnectionEndsRightAfterItsLastReply) {
   auto dev = create_device("null", {{"size", "64"}, {"irqmode", "2"}, {"completion_nsec", "20000"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   Served s(std::move(*dev), ServerConfig{}, 512);
   for (int i = 0; i < 300; i++) {
     const int fd = connect_unix(s.path());

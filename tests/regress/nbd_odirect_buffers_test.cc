@@ -26,7 +26,7 @@ TEST(NbdRegress, PayloadBuffersAreAlignedForODirect) {
   ::close(probe);
   {
     auto dev = create_device("uring", {{"filename", file}, {"size", "8m"}, {"direct", "1"}});
-    ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+    ASSERT_TRUE(dev.ok()) << dev.status().message();
     Served s(std::move(*dev), ServerConfig{}, 512);
     const int fd = connect_unix(s.path());
     ASSERT_TRUE(go(fd));

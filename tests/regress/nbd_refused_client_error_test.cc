@@ -23,7 +23,7 @@ namespace {
 TEST(NbdRegress, RefusedClientGetsAClearCloseAndTheServerSaysWhy) {
   if (!test::have("nbdinfo")) GTEST_SKIP() << "nbdinfo (libnbd-bin) not installed";
   auto dev = create_device("null", {{"size", "16"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   std::mutex mu;
   std::vector<std::string> logged;
   ServerConfig sc;

@@ -28,7 +28,7 @@ TEST(NbdRegress, ServerWideByteBudgetBoundsPayloadInFlightOverAllConnections) {
   // 20 ms per request: requests pile up at the device unless something holds them back.
   auto dev = create_device("null", {{"size", "256"}, {"irqmode", "2"}, {"completion_nsec", "20000000"},
                                     {"max_sectors", "16384"}});  // one request per READ
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   ServerConfig sc;
   sc.max_inflight_bytes = 32u << 20;  // four 8 MiB READs
   Served s(std::move(*dev), sc);

@@ -17,11 +17,11 @@ namespace {
 
 TEST(NbdRegress, LiveSocketIsNotTakenOver) {
   auto dev = create_device("null", {{"size", "16"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   Served first(std::move(*dev), ServerConfig{});
   auto second = listen_at(first.path());
-  EXPECT_FALSE(second.is_ok()) << "a second server took over a live socket";
-  if (!second.is_ok()) {
+  EXPECT_FALSE(second.ok()) << "a second server took over a live socket";
+  if (!second.ok()) {
     EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status().message();
     EXPECT_NE(second.status().message().find(first.path()), std::string::npos) << second.status().message();
   }
@@ -35,16 +35,16 @@ TEST(NbdRegress, LiveSocketIsNotTakenOver) {
 TEST(NbdRegress, LiveControlSocketIsNotTakenOver) {
   const std::string path = temp_path("ctl_live");
   auto first = control::Server::start(path, {});
-  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  ASSERT_TRUE(first.ok()) << first.status().message();
   auto second = control::Server::start(path, {});
-  EXPECT_FALSE(second.is_ok()) << "a second control server took over a live socket";
-  if (!second.is_ok()) {
+  EXPECT_FALSE(second.ok()) << "a second control server took over a live socket";
+  if (!second.ok()) {
     EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status().message();
   }
   auto c = control::Client::connect(path);
-  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_TRUE(c.ok()) << c.status().message();
   auto answer = (*c)->call(R"({"op":"list"})");
-  ASSERT_TRUE(answer.is_ok()) << answer.status().message();
+  ASSERT_TRUE(answer.ok()) << answer.status().message();
   EXPECT_NE(answer->find("\"ok\":true"), std::string::npos) << *answer;
 }
 #endif

@@ -28,7 +28,7 @@ TEST(NbdRegress, SocketPathOnAnImageFileKeepsTheFile) {
   const std::string img = temp_path("image");
   std::ofstream(img) << "the image's bytes";
   auto s = listen_at(img);
-  ASSERT_FALSE(s.is_ok()) << "the server listened on a regular file's path";
+  ASSERT_FALSE(s.ok()) << "the server listened on a regular file's path";
   EXPECT_NE(s.status().message().find(img), std::string::npos) << s.status().message();
   EXPECT_NE(s.status().message().find("not a socket"), std::string::npos) << s.status().message();
   EXPECT_EQ(contents(img), "the image's bytes") << "the file at --socket was removed or changed";
@@ -40,7 +40,7 @@ TEST(NbdRegress, ControlPathOnAnImageFileKeepsTheFile) {
   const std::string img = temp_path("ctl_image");
   std::ofstream(img) << "the image's bytes";
   auto c = control::Server::start(img, {});
-  ASSERT_FALSE(c.is_ok()) << "the control server listened on a regular file's path";
+  ASSERT_FALSE(c.ok()) << "the control server listened on a regular file's path";
   EXPECT_NE(c.status().message().find(img), std::string::npos) << c.status().message();
   EXPECT_NE(c.status().message().find("not a socket"), std::string::npos) << c.status().message();
   EXPECT_EQ(contents(img), "the image's bytes") << "the file at --control was removed or changed";

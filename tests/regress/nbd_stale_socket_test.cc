@@ -41,7 +41,7 @@ TEST(NbdRegress, StaleSocketIsReplaced) {
   make_stale_socket(path);
   {
     auto s = listen_at(path);
-    ASSERT_TRUE(s.is_ok()) << s.status().message();
+    ASSERT_TRUE(s.ok()) << s.status().message();
     const int fd = connect_unix(path);  // the listener is the new one
     ::close(fd);
   }
@@ -50,10 +50,10 @@ TEST(NbdRegress, StaleSocketIsReplaced) {
   make_stale_socket(path);
   {
     auto c = control::Server::start(path, {});
-    ASSERT_TRUE(c.is_ok()) << c.status().message();
+    ASSERT_TRUE(c.ok()) << c.status().message();
     auto cl = control::Client::connect(path);
-    ASSERT_TRUE(cl.is_ok()) << cl.status().message();
-    EXPECT_TRUE((*cl)->call(R"({"op":"list"})").is_ok());
+    ASSERT_TRUE(cl.ok()) << cl.status().message();
+    EXPECT_TRUE((*cl)->call(R"({"op":"list"})").ok());
   }
   EXPECT_FALSE(is_socket(path)) << "the control server left its socket behind";
 #endif
@@ -62,10 +62,10 @@ TEST(NbdRegress, StaleSocketIsReplaced) {
 TEST(NbdRegress, EndingServerLeavesAnotherServersSocket) {
   const std::string path = temp_path("owned");
   auto first = listen_at(path);
-  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  ASSERT_TRUE(first.ok()) << first.status().message();
   ::unlink(path.c_str());  // an operator removed it; a new server starts there
   auto second = listen_at(path);
-  ASSERT_TRUE(second.is_ok()) << second.status().message();
+  ASSERT_TRUE(second.ok()) << second.status().message();
   first->reset();
   EXPECT_TRUE(is_socket(path)) << "the first server removed the second one's socket";
   const int fd = connect_unix(path);

@@ -17,7 +17,7 @@ namespace {
 
 TEST(NbdRegress, StopDoesNotWaitForAClientThatDoesNotRead) {
   auto dev = create_device("null", {{"size", "64"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   ServerConfig sc;
   sc.stop_grace_ms = 200;
   auto s = std::make_unique<Served>(std::move(*dev), sc);

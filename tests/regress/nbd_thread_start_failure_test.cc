@@ -102,7 +102,7 @@ bool refused(const std::string& path) {
 // Runs in the child; exits 0 when every check held, else 1 with why.
 [[noreturn]] void out_of_threads_child() {
   auto dev = create_device("null", {{"size", "64"}});
-  if (!dev.is_ok()) std::_Exit(2);
+  if (!dev.ok()) std::_Exit(2);
   std::mutex mu;
   std::vector<std::string> lines;
   ServerConfig sc;

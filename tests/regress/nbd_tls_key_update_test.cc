@@ -75,7 +75,7 @@ TEST(NbdRegress, TlsKeyUpdateInTheMiddleOfTransmissionKeepsTheConnection) {
   const std::string psk = testing::TempDir() + "blkmq_ku_" + std::to_string(getpid()) + ".psk";
   std::ofstream(psk) << kUser << ":" << kKeyHex << "\n";
   auto dev = create_device("null", {{"size", "16"}, {"memory_backed", "1"}});
-  ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
   ServerConfig sc;
   sc.tls.mode = TlsMode::require;
   sc.tls.psk_file = psk;

@@ -23,8 +23,8 @@ namespace {
 std::unique_ptr<Device> memory_null(const char* lbs = "512", const char* completion_nsec = "0") {
   auto dev = create_device("null", {{"size", "16"}, {"memory_backed", "1"}, {"bs", lbs}, {"irqmode", "2"},
                                     {"completion_nsec", completion_nsec}});
-  EXPECT_TRUE(dev.is_ok()) << dev.status().message();
-  return dev.is_ok() ? std::move(*dev) : nullptr;
+  EXPECT_TRUE(dev.ok()) << dev.status().message();
+  return dev.ok() ? std::move(*dev) : nullptr;
 }
 
 TEST(NbdRegress, UnalignedWriteLandsWhereItWasSentNotTruncated) {
@@ -108,7 +108,7 @@ TEST(NbdRegress, UnalignedZeroesAndTrimTouchOnlyTheirBytes) {
   const std::string file = dir + "/disk.img";
   {
     auto dev = create_device("uring", {{"filename", file}, {"size", "8m"}, {"bs", "4096"}});
-    ASSERT_TRUE(dev.is_ok()) << dev.status().message();
+    ASSERT_TRUE(dev.ok()) << dev.status().message();
     Served s(std::move(*dev), ServerConfig{}, 1, kTxSendWriteZeroes | kTxSendTrim);
     const int fd = connect_unix(s.path());
     ASSERT_TRUE(go(fd));

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "blkmq/blkmq.h"
+#include "blkmq/elevator/elevator.h"
 #include "support/fifo_sched.h"
 #include "support/verified_io.h"
 #include "support/watchdog.h"
@@ -76,7 +77,7 @@ TEST(StaleHctxAfterUpdate, UpdateWaitsForASubmitterBetweenItsInsertAndItsRun) {
   }
   ASSERT_EQ(q.disk_stat().write_ios, t0 + 1);
   std::atomic<bool> updated{false};
-  Status ust = Status::ok();
+  Status ust = Status::OK();
   std::thread updater([&] {
     ust = q.tag_set().update_nr_hw_queues(1, 0);
     updated = true;

@@ -69,7 +69,7 @@ TEST(UblkLoopEnospcShortWrite, WriteThatFillsTheFileSystemEndsNospcNotIoerr) {
     auto r = create_device("ublk", {{"target", "loop"}, {"filename", path}});
     if (!r && r.status().message().find("io_uring") != std::string::npos)
       GTEST_SKIP() << "io_uring is not available here: " << r.status().message();
-    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    ASSERT_TRUE(r.ok()) << r.status().message();
     Queue& q = (*r)->queue();
     // Part of it fits: the first writev comes back short, the rest fails.
     EXPECT_STREQ(blk_status_name(write_at(q, 0, kWrite)), "nospc");

@@ -50,7 +50,7 @@ TEST(UblkLoopWriteZeroesDeallocated, ZeroedRangeStaysAllocatedAndReadsZeros) {
     auto r = create_device("ublk", {{"target", "loop"}, {"filename", path}});
     if (!r && r.status().message().find("io_uring") != std::string::npos)
       GTEST_SKIP() << "io_uring is not available here: " << r.status().message();
-    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    ASSERT_TRUE(r.ok()) << r.status().message();
     Queue& q = (*r)->queue();
     const std::vector<unsigned char> data = devtest::pattern(kData, 7);
     ASSERT_EQ(q.write_sync(data.data(), 0, kData), BlkStatus::ok);

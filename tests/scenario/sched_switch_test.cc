@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
+#include "blkmq/elevator/elevator.h"
 #include "support/fifo_sched.h"
 #include "support/verified_io.h"
 #include "support/watchdog.h"

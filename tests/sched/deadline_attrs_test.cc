@@ -135,7 +135,7 @@ TEST(DeadlineAttrs, LockStatCountsAndResets) {
   ASSERT_TRUE(base::LockStat::parse(get(d.q(), "lock_stat"), &s)) << get(d.q(), "lock_stat");
   EXPECT_GE(s.acquired, 8u);  // at least one insert or dispatch per read
   Status bad = d.q().set_attr("queue/iosched/lock_stat", "1");
-  EXPECT_FALSE(bad.is_ok());
+  EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("only 0"), std::string::npos);
   ASSERT_TRUE(d.q().set_attr("queue/iosched/lock_stat", "0"));
   EXPECT_EQ(get(d.q(), "lock_stat"), "acquired=0 waited=0 wait_ns=0 try_busy=0 hold_samples=0 hold_ns=0");

@@ -164,7 +164,7 @@ class BfqSim {
   // Lets everything through so the queue can be torn down (bounded).
   void drain() {
     if (!d_) return;
-    q().set_attr("queue/iosched/slice_idle", "0");
+    EXPECT_TRUE(q().set_attr("queue/iosched/slice_idle", "0"));
     advance_ms(1000);
     bfq_run_idle_timer(&q());
     // complete() erases from held_: walk a copy, or every other one is skipped.

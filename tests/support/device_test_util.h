@@ -29,14 +29,14 @@ namespace blkmq::devtest {
 // failure otherwise).
 inline std::unique_ptr<Device> make_device(std::string_view driver, const ParamMap& params) {
   auto r = create_device(driver, params);
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
+  EXPECT_TRUE(r.ok()) << (r ? "" : r.status().message());
   return r ? std::move(*r) : nullptr;
 }
 
 // create_device(driver, params), expected to fail: its message.
 inline std::string make_device_error(std::string_view driver, const ParamMap& params) {
   auto r = create_device(driver, params);
-  EXPECT_FALSE(r.is_ok());
+  EXPECT_FALSE(r.ok());
   return r ? "" : r.status().message();
 }
 
@@ -58,7 +58,7 @@ inline void expect_registered(std::string_view driver, const std::vector<ParamIn
 template <typename Parse>
 auto parse_ok(Parse parse, const ParamMap& m) {
   auto r = parse(m);
-  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.status().message());
+  EXPECT_TRUE(r.ok()) << (r ? "" : r.status().message());
   using Params = std::remove_cvref_t<decltype(*r)>;
   return r ? *r : Params{};
 }
@@ -67,7 +67,7 @@ auto parse_ok(Parse parse, const ParamMap& m) {
 template <typename Parse>
 std::string parse_err(Parse parse, const ParamMap& m) {
   auto r = parse(m);
-  EXPECT_FALSE(r.is_ok());
+  EXPECT_FALSE(r.ok());
   return r ? "" : r.status().message();
 }
 

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "blkmq/blkmq.h"
+#include "blkmq/elevator/elevator.h"
 
 namespace blkmq::test {
 
@@ -34,7 +35,7 @@ ElevatorType fifo_elevator(const char* name) {
   t.queue_wide = true;
   t.ops.init_sched = [](Queue*, ElevatorQueue* eq) {
     eq->elevator_data = new FifoSched;
-    return Status::ok();
+    return Status::OK();
   };
   t.ops.exit_sched = [](ElevatorQueue* eq) { delete static_cast<FifoSched*>(eq->elevator_data); };
   t.ops.insert_requests = [](HwCtx* hctx, ListNode* list, uint32_t flags) {

@@ -39,8 +39,8 @@ class Served {
     hs_.exports = {e};
     exports_ = {{e, &dev_->queue(), dev_.get()}};
     auto s = Server::listen(sc, hs_, exports_);
-    EXPECT_TRUE(s.is_ok()) << s.status().message();
-    if (!s.is_ok()) return;
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    if (!s.ok()) return;
     server_ = std::move(*s);
     thread_ = std::thread([this] { server_->serve(); });
   }

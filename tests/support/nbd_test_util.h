@@ -137,7 +137,7 @@ class Served {
   void open_device(const std::string& driver, const ParamMap& params) {
     path_ = testing::TempDir() + "blkmq_nbd_" + std::to_string(getpid()) + "_" + std::to_string(counter_++) + ".sock";
     auto d = create_device(driver, params);
-    EXPECT_TRUE(d.is_ok()) << d.status().message();
+    EXPECT_TRUE(d.ok()) << d.status().message();
     dev_ = std::move(*d);
   }
   // base:allocation as blkmq nbd offers it: nbdcopy then skips holes.
@@ -152,7 +152,7 @@ class Served {
     sc.conn = lim;
     sc.tls = std::move(tls);
     auto s = Server::listen(sc, hs_, exports_);
-    EXPECT_TRUE(s.is_ok()) << s.status().message();
+    EXPECT_TRUE(s.ok()) << s.status().message();
     server_ = std::move(*s);
     thread_ = std::thread([this] { server_->serve(); });
   }

@@ -89,7 +89,7 @@ std::string lay_out(const std::string& f, std::vector<RwMode> modes) {
   testing::internal::CaptureStderr();
   const blkmq::Status st = lay_out_missing_file(config(f, modes));
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(st.ok()) << st.message();
   return err;
 }
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "blkmq/blktrace_format.h"
+#include "trace/blktrace_format.h"
 #include "bench/replay.h"
 #include "support/bench_run.h"
 #include "support/blkparse.h"

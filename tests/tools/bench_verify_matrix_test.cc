@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "blkmq/elevator.h"
+#include "blkmq/elevator/elevator.h"
 #include "support/bench_run.h"
 
 namespace bench {

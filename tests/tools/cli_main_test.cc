@@ -28,7 +28,9 @@ void expect_cli(const std::string& args, int status, const std::string& has, con
   const Shell r = sh(kCli + " " + args + " 2>&1", 60);
   EXPECT_EQ(r.status, status) << args << "\n" << r.output;
   EXPECT_NE(r.output.find(has), std::string::npos) << args << "\n" << r.output;
-  if (!lacks.empty()) EXPECT_EQ(r.output.find(lacks), std::string::npos) << args << "\n" << r.output;
+  if (!lacks.empty()) {
+    EXPECT_EQ(r.output.find(lacks), std::string::npos) << args << "\n" << r.output;
+  }
 }
 
 // --scheduler=deadline was refused (issue 27); the kernel takes it as

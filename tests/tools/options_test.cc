@@ -265,15 +265,15 @@ TEST(Options, ApplyOptionIsKeyValue) {
   // The job-file path: one (key, value) at a time.
   BenchConfig cfg;
   JobSpec job;
-  EXPECT_TRUE(apply_option(cfg, job, "rw", "randwrite").is_ok());
-  EXPECT_TRUE(apply_option(cfg, job, "blocksize", "16k").is_ok());
+  EXPECT_TRUE(apply_option(cfg, job, "rw", "randwrite").ok());
+  EXPECT_TRUE(apply_option(cfg, job, "blocksize", "16k").ok());
   EXPECT_EQ(job.rw, RwMode::randwrite);
   EXPECT_EQ(job.bs, 16384u);
   Status st = apply_option(cfg, job, "nosuch", "1");
-  EXPECT_FALSE(st.is_ok());
+  EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("nosuch"), std::string::npos);
   // A refused value changes nothing.
-  EXPECT_FALSE(apply_option(cfg, job, "bs", "3k1").is_ok());
+  EXPECT_FALSE(apply_option(cfg, job, "bs", "3k1").ok());
   EXPECT_EQ(job.bs, 16384u);
 }
 

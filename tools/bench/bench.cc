@@ -1,5 +1,6 @@
 #include "bench/bench.h"
 
+#include <cerrno>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -17,7 +18,7 @@
 
 #include "blkmq/device.h"
 #include "blkmq/sysfs_tree.h"
-#include "blkmq/threads.h"
+#include "base/thread.h"
 #include "bench/cycle.h"
 #include "bench/job.h"
 #include "bench/layout.h"
@@ -52,7 +53,7 @@ struct Snapshot {
   std::vector<blkmq::DiskStat> disks;  // one per device
   Clock::time_point at;
   static Snapshot take(const Queues& qs) {
-    Snapshot s{blkmq::thread_usage(), CpuUsage::process_now(), {}, {}};
+    Snapshot s{blkmq::base::thread_usage(), CpuUsage::process_now(), {}, {}};
     for (const blkmq::Queue* q : qs) s.disks.push_back(q->disk_stat());
     s.at = Clock::now();
     return s;
@@ -180,13 +181,13 @@ Status write_report(const BenchConfig& cfg, const RunReport& rep) {
   if (cfg.output_file.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-    return Status::ok();
+    return Status::OK();
   }
   std::ofstream f(cfg.output_file, std::ios::trunc);
   f << text;
   f.close();
-  if (!f) return Status::error(5, "cannot write --output=" + cfg.output_file);
-  return Status::ok();
+  if (!f) return Status::error(EIO, "cannot write --output=" + cfg.output_file);
+  return Status::OK();
 }
 
 RunReport make_report(const BenchConfig& cfg, const blkmq::Device& dev, const Queues& qs,

@@ -121,11 +121,11 @@ Status IoLog::write_kind(const std::string& path, Kind k) const {
   }
   const bool bad = std::ferror(f) != 0;
   if (std::fclose(f) != 0 || bad) return Status::error(EIO, "cannot write log " + path);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status IoLog::write(unsigned number) const {
-  if (!enabled_) return Status::ok();
+  if (!enabled_) return Status::OK();
   const std::string n = "." + std::to_string(number) + ".log";
   struct File {
     const std::string* prefix;
@@ -135,7 +135,7 @@ Status IoLog::write(unsigned number) const {
   const File files[] = {{&opt_.bw_prefix, "_bw", Kind::bw},       {&opt_.iops_prefix, "_iops", Kind::iops},
                         {&opt_.lat_prefix, "_lat", Kind::lat},    {&opt_.lat_prefix, "_clat", Kind::clat},
                         {&opt_.lat_prefix, "_slat", Kind::slat}};
-  Status first = Status::ok();
+  Status first = Status::OK();
   for (const File& f : files) {
     if (f.prefix->empty()) continue;
     Status st = write_kind(*f.prefix + f.suffix + n, f.kind);

@@ -99,7 +99,7 @@ Status Job::prepare() {
   r.name = spec_.name;
   r.gtod_reduce = spec_.gtod_reduce;
   r.options = spec_.given;
-  return Status::ok();
+  return Status::OK();
 }
 
 // --read_iolog: load the trace and check that every I/O fits the device
@@ -121,7 +121,7 @@ Status Job::prepare_replay() {
                              " (replay_scale may fix it)");
   }
   unit_bytes_ = replay_.max_len;
-  return Status::ok();
+  return Status::OK();
 }
 
 uint64_t Job::planned_bytes() const {

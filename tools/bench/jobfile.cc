@@ -33,7 +33,7 @@ Status parse_line(std::string_view s, unsigned line, std::string_view file, std:
     std::string_view name = trim(s.substr(1, s.size() - 2));
     if (name.empty()) return Status::invalid(at(file, line) + "empty section name");
     out.push_back({std::string(name), line, {}});
-    return Status::ok();
+    return Status::OK();
   }
   size_t eq = s.find('=');
   std::string_view key = trim(s.substr(0, eq));
@@ -46,13 +46,13 @@ Status parse_line(std::string_view s, unsigned line, std::string_view file, std:
   IniEntry e{std::string(key), "", eq == std::string_view::npos, line};
   if (!e.bare) e.value = std::string(trim(s.substr(eq + 1)));
   out.back().entries.push_back(std::move(e));
-  return Status::ok();
+  return Status::OK();
 }
 
 Status apply_args(BenchConfig& cfg, JobSpec& job, const std::vector<OptionArg>& args) {
   for (const OptionArg& a : args)
     if (Status st = apply_option(cfg, job, a.key, a.value); !st) return st;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status apply_entry(BenchConfig& cfg, JobSpec& job, const IniEntry& e, bool global, std::string_view file) {
@@ -71,7 +71,7 @@ Status add_job(BenchConfig& cfg, JobSpec job, const std::string& where) {
   Status st = finalize_job(job);
   if (!st) return Status::invalid(where + st.message());
   cfg.jobs.push_back(std::move(job));
-  return Status::ok();
+  return Status::OK();
 }
 
 // Job-scope overrides apply to every job; the others once, to the run.
@@ -106,7 +106,7 @@ Status build_file_jobs(const JobSource& src, BenchConfig& cfg, JobSpec tmpl) {
   if (cfg.jobs.empty()) return Status::invalid(file + ": no job sections (only [global])");
   JobSpec scratch;
   if (Status st = apply_args(cfg, scratch, run_over); !st) return Status::invalid("command line: " + st.message());
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace
@@ -131,7 +131,7 @@ blkmq::Result<std::vector<IniSection>> read_job_file(const std::string& path) {
   if (!f) return Status::error(errno ? errno : 2, "cannot open job file '" + path + "': " + std::strerror(errno));
   std::ostringstream text;
   text << f.rdbuf();
-  if (f.bad()) return Status::error(5, "cannot read job file '" + path + "'");
+  if (f.bad()) return Status::error(EIO, "cannot read job file '" + path + "'");
   return parse_job_ini(text.str(), path);
 }
 
@@ -158,7 +158,7 @@ Status build_jobs(const JobSource& src, BenchConfig& cfg) {
     if (i > 0 && cfg.jobs[i].stonewall) ++group;
     cfg.jobs[i].groupid = group;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace bench

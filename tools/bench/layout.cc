@@ -48,7 +48,7 @@ int write_whole_file(int fd, uint64_t extent) {
 Status lay_out_missing_file(const BenchConfig& cfg) {
   auto it = cfg.device_params.find("filename");
   if (it == cfg.device_params.end() || it->second.empty() || access(it->second.c_str(), F_OK) == 0)
-    return Status::ok();
+    return Status::OK();
   uint64_t extent = 0;
   const JobSpec* named = nullptr;  // the job fio would name in its message
   bool reads = false;
@@ -58,7 +58,7 @@ Status lay_out_missing_file(const BenchConfig& cfg) {
     extent = std::max(extent, j.offset + j.size + (j.numjobs - 1) * j.offset_increment);
     if (!named) named = &j;
   }
-  if (extent == 0) return Status::ok();
+  if (extent == 0) return Status::OK();
   const std::string& path = it->second;
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::error(errno, "cannot create " + path + ": " + std::strerror(errno));
@@ -75,7 +75,7 @@ Status lay_out_missing_file(const BenchConfig& cfg) {
     return Status::error(err, "cannot " + what + " " + std::to_string(extent) + " bytes for " + path + ": " +
                                   std::strerror(err));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace bench

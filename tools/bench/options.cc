@@ -32,7 +32,7 @@ Status get_uint(std::string_view key, std::string_view v, uint64_t lo, uint64_t 
   if (!parse_uint(v, &x) || x < lo || x > hi)
     return bad_value(key, v, "expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
   *out = x;
-  return Status::ok();
+  return Status::OK();
 }
 
 template <typename T>
@@ -45,7 +45,7 @@ Status set_uint(std::string_view key, std::string_view v, uint64_t lo, uint64_t 
 
 Status set_bool(std::string_view key, std::string_view v, bool* field) {
   if (!parse_bool(v, field)) return bad_value(key, v, "expected 1/0, true/false, yes/no or on/off");
-  return Status::ok();
+  return Status::OK();
 }
 
 Status set_size(std::string_view key, std::string_view v, uint64_t lo, uint64_t* field) {
@@ -53,13 +53,13 @@ Status set_size(std::string_view key, std::string_view v, uint64_t lo, uint64_t*
   if (!parse_size(v, &x)) return bad_value(key, v, "expected bytes with an optional k/m/g/t/p suffix");
   if (x < lo) return bad_value(key, v, "must be at least " + std::to_string(lo));
   *field = x;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status set_time(std::string_view key, std::string_view v, uint64_t* field) {
   if (!parse_time_ns(v, field))
     return bad_value(key, v, "expected a time in seconds, or with a us/ms/s/m/h/d suffix");
-  return Status::ok();
+  return Status::OK();
 }
 
 Status apply_rw(BenchConfig&, JobSpec& j, std::string_view v) {
@@ -71,7 +71,7 @@ Status apply_rw(BenchConfig&, JobSpec& j, std::string_view v) {
   if (it == kModes.end())
     return bad_value("rw", v, "expected read, write, randread, randwrite, rw/readwrite or randrw");
   j.rw = it->second;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status apply_bs(BenchConfig&, JobSpec& j, std::string_view v) {
@@ -81,7 +81,7 @@ Status apply_bs(BenchConfig&, JobSpec& j, std::string_view v) {
   if (x % blkmq::kSectorSize != 0 || x > (256u << 20))
     return bad_value("bs", v, "must be a multiple of 512 and at most 256m");
   j.bs = static_cast<uint32_t>(x);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status apply_rwmixwrite(BenchConfig&, JobSpec& j, std::string_view v) {
@@ -98,7 +98,7 @@ Status apply_ioengine(BenchConfig&, JobSpec& j, std::string_view v) {
   auto it = kEngines.find(lower(v));
   if (it == kEngines.end()) return bad_value("ioengine", v, "expected io_uring, libaio, psync or sync");
   j.ioengine = it->second;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status apply_randseed(BenchConfig&, JobSpec& j, std::string_view v) {
@@ -116,7 +116,7 @@ Status apply_verify(BenchConfig&, JobSpec& j, std::string_view v) {
   } else {
     return bad_value("verify", v, "expected crc32c or none");
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 // A comma list as fio takes it ("normal,json"); each name once is enough.
@@ -139,7 +139,7 @@ Status apply_output_format(BenchConfig& c, JobSpec&, std::string_view v) {
     pos = comma + 1;
   }
   c.output_format = static_cast<OutputFormat>(set);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status apply_eta(BenchConfig& c, JobSpec&, std::string_view v) {
@@ -148,7 +148,7 @@ Status apply_eta(BenchConfig& c, JobSpec&, std::string_view v) {
   auto it = kModes.find(lower(v));
   if (it == kModes.end()) return bad_value("eta", v, "expected auto, always or never");
   c.eta = it->second;
-  return Status::ok();
+  return Status::OK();
 }
 
 // fio names the files PREFIX_bw.N.log; a bare write_bw_log (fio: the job
@@ -157,7 +157,7 @@ Status apply_eta(BenchConfig& c, JobSpec&, std::string_view v) {
 Status set_nonempty(std::string_view key, std::string_view v, const char* expected, std::string* field) {
   if (v.empty()) return bad_value(key, v, expected);
   *field = std::string(v);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status set_log_prefix(std::string_view key, std::string_view v, std::string* field) {
@@ -168,20 +168,20 @@ Status apply_driver(BenchConfig& c, JobSpec&, std::string_view v) {
   if (v.empty()) return bad_value("driver", v, "expected a driver name");
   c.driver = std::string(v);
   if (c.param_lookup) c.driver_param_info = c.param_lookup(v);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status apply_cycle(BenchConfig& c, JobSpec&, std::string_view v) {
   blkmq::Result<CycleSpec> r = parse_cycle(v);
   if (!r) return r.status();
   c.cycles.push_back(std::move(*r));
-  return Status::ok();
+  return Status::OK();
 }
 
 Status apply_scheduler(BenchConfig& c, JobSpec&, std::string_view v) {
   if (v.empty()) return bad_value("scheduler", v, "expected a scheduler name");
   c.device_params["attr:queue/scheduler"] = std::string(v);
-  return Status::ok();
+  return Status::OK();
 }
 
 // --attr PATH=VALUE: a queue attribute set right after the device is created.
@@ -190,7 +190,7 @@ Status apply_attr(BenchConfig& c, JobSpec&, std::string_view v) {
   if (eq == 0 || eq == std::string_view::npos)
     return bad_value("attr", v, "expected PATH=VALUE, e.g. queue/nomerges=2");
   c.device_params["attr:" + std::string(v.substr(0, eq))] = std::string(v.substr(eq + 1));
-  return Status::ok();
+  return Status::OK();
 }
 
 #define JOB_UINT(field, lo, hi)                                            \
@@ -208,7 +208,7 @@ std::vector<OptionDef> make_defs() {
        [](BenchConfig&, JobSpec& j, std::string_view v) {
          if (v.empty()) return bad_value("name", v, "must not be empty");
          j.name = std::string(v);
-         return Status::ok();
+         return Status::OK();
        }},
       {"rw", "readwrite", false, "read, write, randread, randwrite, rw, randrw (default read)", apply_rw},
       {"rwmixread", nullptr, false, "percent of reads in a mixed workload (default 50)",
@@ -238,7 +238,7 @@ std::vector<OptionDef> make_defs() {
        [](BenchConfig&, JobSpec& j, std::string_view v) -> Status {
          if (Status st = set_uint("replay_align", v, 0, uint64_t{1} << 40, &j.replay.align); !st) return st;
          if (j.replay.align & (j.replay.align - 1)) return bad_value("replay_align", v, "expected a power of two");
-         return Status::ok();
+         return Status::OK();
        }},
       {"replay_scale", nullptr, false, "divide replayed offsets by this (default 1)",
        [](BenchConfig&, JobSpec& j, std::string_view v) {
@@ -292,7 +292,7 @@ std::vector<OptionDef> make_defs() {
        [](BenchConfig& c, JobSpec&, std::string_view v) {
          if (v.empty()) return bad_value("show_attr", v, "expected an attribute path, e.g. mq/0/dispatch_lock_stat");
          c.sample_attrs.emplace_back(v);
-         return Status::ok();
+         return Status::OK();
        },
        OptionScope::run},
       {"sysfs", nullptr, false, "keep DIR/block/<dev>/{stat,queue/*,...} live during the run (iostat -x -f DIR 1)",
@@ -303,7 +303,7 @@ std::vector<OptionDef> make_defs() {
       {"output", nullptr, false, "write the report to FILE",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
          c.output_file = std::string(v);
-         return Status::ok();
+         return Status::OK();
        },
        OptionScope::run},
       // fio's logs (iolog.h) and live status line (status_line.h).
@@ -412,7 +412,7 @@ Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::s
   if (const blkmq::ParamInfo* p = find_driver_param(cfg, key)) {
     cfg.device_params[p->name] = std::string(value);
     job.given.emplace_back(std::string(key), std::string(value));
-    return Status::ok();
+    return Status::OK();
   }
   if (Status st; forward_buffered(cfg, key, value, &st)) {
     if (st) job.given.emplace_back(std::string(key), std::string(value));
@@ -422,7 +422,7 @@ Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::s
     std::vector<std::string>& ig = cfg.ignored_options;
     if (std::find(ig.begin(), ig.end(), key) == ig.end()) ig.emplace_back(key);
     job.given.emplace_back(std::string(key), std::string(value));
-    return Status::ok();
+    return Status::OK();
   }
   return Status::invalid("unknown option --" + std::string(key) + " (see blkmq bench --help)");
 }
@@ -447,7 +447,7 @@ Status finalize_job(JobSpec& j) {
     return Status::invalid("--time_based needs --runtime");
   if (j.verify != VerifyMode::none && j.bs < 64)
     return Status::invalid("--verify needs --bs of at least 64 bytes");
-  return Status::ok();
+  return Status::OK();
 }
 
 bool parse_uint(std::string_view s, uint64_t* out) {
@@ -622,7 +622,7 @@ Status collect_args(const CLI::App& app, const CliKeys& k, JobSource* src) {
     }
     dest->push_back({key, v});
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "blkmq/blktrace_format.h"
+#include "trace/blktrace_format.h"
 
 namespace bench {
 namespace {

@@ -213,7 +213,7 @@ std::string num2str(double v, unsigned base) {
 ThreadUsageMap thread_usage_delta(const ThreadUsageMap& before, const ThreadUsageMap& after) {
   ThreadUsageMap out;
   for (const auto& [group, a] : after) {
-    blkmq::ThreadGroupUsage d = a;
+    blkmq::base::ThreadGroupUsage d = a;
     auto it = before.find(group);
     if (it != before.end()) {
       d.cpu_ns = sub0(a.cpu_ns, it->second.cpu_ns);

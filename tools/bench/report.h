@@ -11,13 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "blkmq/queue.h"
-#include "blkmq/threads.h"
+#include "base/thread.h"
 #include "bench/cycle.h"
 #include "bench/stats.h"
 
 namespace bench {
 
-using ThreadUsageMap = std::map<std::string, blkmq::ThreadGroupUsage>;
+using ThreadUsageMap = std::map<std::string, blkmq::base::ThreadGroupUsage>;
 
 // When a group of jobs ran, in ns from the start of the first group.
 struct GroupSpan {
@@ -53,7 +53,7 @@ struct RunReport {
   std::vector<std::string> attr_errors;
 };
 
-// Per-group deltas of blkmq::thread_usage() snapshots. nr_threads is the
+// Per-group deltas of blkmq::base::thread_usage() snapshots. nr_threads is the
 // after value; counters that went down (threads exited) count as 0.
 ThreadUsageMap thread_usage_delta(const ThreadUsageMap& before, const ThreadUsageMap& after);
 blkmq::DiskStat disk_stat_delta(const blkmq::DiskStat& before, const blkmq::DiskStat& after);

@@ -274,7 +274,7 @@ blkmq::Status make_exports(const Options& o, std::vector<std::unique_ptr<blkmq::
       exports->push_back({hs->exports.back(), &d.queue(), &d, weight});
     }
   }
-  return blkmq::Status::ok();
+  return blkmq::Status::OK();
 }
 
 // Runs --run's command with nbdkit's captive-mode variables set, for the

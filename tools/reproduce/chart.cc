@@ -1,5 +1,6 @@
 #include "reproduce/chart.h"
 
+#include <cerrno>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -77,7 +78,7 @@ blkmq::Result<std::string> draw_chart(const ExperimentResult& r, const std::vect
                                       const std::string& dir) {
   const std::string stem = "seed" + r.exp.id;
   if (!write_file(dir + "/" + stem + ".dat", chart_data(rows)) || !write_file(dir + "/" + stem + ".gp", script(r, stem)))
-    return blkmq::Status::error(5, "cannot write the chart files in " + dir);
+    return blkmq::Status::error(EIO, "cannot write the chart files in " + dir);
   // The script names its files relative to the results folder.
   const std::string cmd = "cd '" + dir + "' && gnuplot " + stem + ".gp 2>&1";
   const int rc = std::system(cmd.c_str());

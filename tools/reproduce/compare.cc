@@ -49,9 +49,9 @@ blkmq::Status try_device(const std::vector<std::string>& common, const std::stri
   const std::string driver = bench::prescan_driver(argc, argv.data());
   const bench::ParseOutcome po =
       bench::parse_bench_args(argc, argv.data(), blkmq::device_params(driver), &cfg, blkmq::device_params);
-  if (!po.proceed) return blkmq::Status::ok();
+  if (!po.proceed) return blkmq::Status::OK();
   auto dev = blkmq::create_device(cfg.driver, cfg.device_params);
-  return dev ? blkmq::Status::ok() : dev.status();
+  return dev ? blkmq::Status::OK() : dev.status();
 }
 
 // Both values are tried on a device made as the job's first one, before

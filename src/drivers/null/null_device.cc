@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "base/clock.h"
-#include "blkmq/context.h"
+#include "blkmq/driver/context.h"
 #include "drivers/index_alloc.h"
 #include "drivers/null/null.h"
 #include "drivers/null/null_dev.h"
@@ -214,7 +214,7 @@ std::vector<DriverAttr> NullDevice::driver_attrs() {
                  if (val != "1") return Status::invalid("device/power_cut: write 1 to cut the power, got '" +
                                                         std::string(val) + "'");
                  power_cut();
-                 return Status::ok();
+                 return Status::OK();
                }});
   v.push_back({"device/cache_pages",
                [this]() -> Result<std::string> { return std::to_string(store_->cached_pages()); }, nullptr});
@@ -238,7 +238,7 @@ Status NullDevice::setup(std::shared_ptr<NullSet> set) {
     bw_next_ns_ = base::now_ns() + BwBudget::kTickNs;
     bw_timer_->arm_at(bw_next_ns_);
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 void NullDevice::bw_tick() {

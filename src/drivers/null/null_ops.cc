@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <new>
 
-#include "blkmq/context.h"
+#include "blkmq/driver/context.h"
 #include "drivers/null/null_dev.h"
 
 namespace blkmq::nullb {

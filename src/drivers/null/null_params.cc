@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "blkmq/tagset.h"
+#include "blkmq/driver/tagset.h"
 #include "drivers/params.h"
 
 namespace blkmq::nullb {
@@ -37,7 +37,7 @@ Status to_mib(const ParamValue& v, uint64_t lo, uint64_t* out) {
       bytes >> 20 > kMaxSizeMib)
     return v.error(accepted);
   *out = bytes >> 20;
-  return Status::ok();
+  return Status::OK();
 }
 
 // A fault injection point: "interval,probability,space,times" ("" = off).
@@ -46,7 +46,7 @@ Status fault_param(NullParams& p, const ParamValue& v) {
   auto r = parse_fault_config(v.name, v.value);
   if (!r) return r.status();
   p.*Point = *r;
-  return Status::ok();
+  return Status::OK();
 }
 
 const drvparam::ParamDef<NullParams> kParams[] = {

@@ -12,7 +12,7 @@
 
 #include "blkmq/device.h"
 
-#include "blkmq/request.h"
+#include "blkmq/driver/request.h"
 #include "blkmq/status.h"
 
 namespace blkmq::nullb {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "blkmq/device.h"
-#include "blkmq/driver.h"
+#include "blkmq/driver/driver.h"
 #include "blkmq/queue.h"
-#include "blkmq/tagset.h"
+#include "blkmq/driver/tagset.h"
 #include "drivers/rbd/rbd_params.h"
 
 namespace blkmq::rbd {

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "blkmq/context.h"
+#include "blkmq/driver/context.h"
 #include "drivers/extents.h"
 #include "drivers/rbd/rbd.h"
 #include "drivers/rbd/rbd_dev.h"
@@ -72,7 +72,7 @@ Status RbdDevice::connect() {
   if (rados_conf_get(cluster_, "rbd_cache", cache, sizeof cache) == 0) {
     client_cache_ = std::strcmp(cache, "false") != 0;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status RbdDevice::open_image() {
@@ -91,7 +91,7 @@ Status RbdDevice::open_image() {
   objset_bytes_ = info.obj_size * stripes;
   size_ = info.size - info.size % (1u << kSectorShift);
   if (size_ == 0) return Status::invalid("rbd: image '" + params_.rbdname + "' is smaller than one sector");
-  return Status::ok();
+  return Status::OK();
 }
 
 // As krbd: requests up to one object set, discard and write-zeroes up to
@@ -140,7 +140,7 @@ Status RbdDevice::setup() {
   auto q = Queue::create(*tag_set_, queue_config());
   if (!q) return Status::error(q.status().code(), "rbd: " + q.status().message());
   queue_ = std::move(*q);
-  return Status::ok();
+  return Status::OK();
 }
 
 namespace {

@@ -18,7 +18,7 @@
 #include <cstring>
 #include <new>
 
-#include "blkmq/context.h"
+#include "blkmq/driver/context.h"
 #include "drivers/rbd/rbd_dev.h"
 
 namespace blkmq::rbd {
@@ -133,7 +133,7 @@ Status RbdDevice::start_reaper() {
     return Status::error(-r, std::string("rbd: rbd_set_image_notification: ") + std::strerror(-r));
   }
   reaper_ = std::thread([this] { reap_loop(); });
-  return Status::ok();
+  return Status::OK();
 }
 
 // After the queue is gone: nothing is in flight, so nothing is left to reap.

@@ -17,7 +17,7 @@ constexpr unsigned kMaxSectorsLimit = 65535;
 Status set_name(std::string* field, const ParamValue& v, const char* accepted) {
   if (v.value.empty()) return v.error(accepted);
   *field = std::string(v.value);
-  return Status::ok();
+  return Status::OK();
 }
 
 const drvparam::ParamDef<RbdParams> kParams[] = {
@@ -32,7 +32,7 @@ const drvparam::ParamDef<RbdParams> kParams[] = {
     {"conf", "", "path of a ceph.conf; empty = librados's search ($CEPH_CONF, /etc/ceph/NAME.conf, ...)",
      [](RbdParams& p, const ParamValue& v) {
        p.conf = std::string(v.value);
-       return Status::ok();
+       return Status::OK();
      }},
     {"submit_queues", "1", "hw queues, each issuing to the one image handle",
      [](RbdParams& p, const ParamValue& v) { return v.to_int(1u, kMaxQueues, &p.submit_queues); }},
@@ -51,7 +51,7 @@ const drvparam::ParamDef<RbdParams> kParams[] = {
        size_t i = 0;
        if (Status st = v.to_choice({"callback", "eventfd"}, &i); !st) return st;
        p.eventfd_completion = i == 1;
-       return Status::ok();
+       return Status::OK();
      }},
 };
 

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "blkmq/context.h"
-#include "blkmq/driver.h"
+#include "blkmq/driver/context.h"
+#include "blkmq/driver/driver.h"
 #include "drivers/index_alloc.h"
 #include "drivers/null/null_store.h"
 #include "drivers/scsi/scsi_irq.h"
@@ -42,7 +42,7 @@ Status validate(const ScsiHostConfig& c) {
     return range_error("nr_hw_queues", "in 1.." + std::to_string(kMaxHwQueues), c.nr_hw_queues);
   if (c.latency_us > kMaxLatencyUs)
     return range_error("latency_us", "in 0.." + std::to_string(kMaxLatencyUs), c.latency_us);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status validate(const ScsiLunConfig& c) {
@@ -54,7 +54,7 @@ Status validate(const ScsiLunConfig& c) {
     return range_error("size", "a multiple of bs (" + std::to_string(c.bs) + ") in " +
                                    std::to_string(c.bs) + ".." + std::to_string(kMaxLunSize),
                        c.size);
-  return Status::ok();
+  return Status::OK();
 }
 
 // ---- ScsiLun ----
@@ -76,7 +76,7 @@ Status ScsiLun::set_queue_depth(unsigned depth) {
   const unsigned old = depth_.exchange(depth);
   // Commands held back by the old depth may go now.
   if (depth > old) run_hw_queues(queue_.get(), true);
-  return Status::ok();
+  return Status::OK();
 }
 
 void ScsiLun::bump_max(std::atomic<unsigned>& max, unsigned v) {

@@ -14,7 +14,7 @@
 
 #include "blkmq/queue.h"
 #include "blkmq/status.h"
-#include "blkmq/tagset.h"
+#include "blkmq/driver/tagset.h"
 
 namespace blkmq::nullb {
 class PageStore;

@@ -6,8 +6,8 @@
 
 #include "base/clock.h"
 #include "base/thread.h"
-#include "blkmq/context.h"
-#include "blkmq/driver.h"
+#include "blkmq/driver/context.h"
+#include "blkmq/driver/driver.h"
 
 namespace blkmq::scsi {
 namespace {

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <thread>
 
-#include "blkmq/list.h"
-#include "blkmq/request.h"
+#include "blkmq/driver/list.h"
+#include "blkmq/driver/request.h"
 #include "blkmq/status.h"
 
 namespace blkmq::scsi {

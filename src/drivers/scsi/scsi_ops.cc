@@ -1,6 +1,6 @@
 // The scsi driver's DriverOps: the per-LUN device budget, issue, and
 // completion inline or from the host's irq thread.
-#include "blkmq/driver.h"
+#include "blkmq/driver/driver.h"
 #include "drivers/scsi/scsi_host.h"
 #include "drivers/scsi/scsi_irq.h"
 #include "drivers/scsi/scsi_ops.h"

@@ -1,7 +1,7 @@
 // The scsi driver's hooks, shared by the host setup and the ops file.
 #pragma once
 
-#include "blkmq/driver.h"
+#include "blkmq/driver/driver.h"
 
 namespace blkmq::scsi {
 

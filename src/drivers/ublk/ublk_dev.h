@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "blkmq/device.h"
-#include "blkmq/driver.h"
+#include "blkmq/driver/driver.h"
 #include "blkmq/queue.h"
-#include "blkmq/tagset.h"
-#include "blkmq/ublk.h"
+#include "blkmq/driver/tagset.h"
+#include "blkmq/driver/ublk.h"
 #include "drivers/ublk/ublk_ring.h"
 
 namespace blkmq::ublkd {

@@ -1,7 +1,7 @@
 // The ublk device: options to tag set and queue, server threads, teardown
 // order, and the public create_ublk_device().
-#include "blkmq/context.h"
-#include "blkmq/elevator.h"
+#include "blkmq/driver/context.h"
+#include "blkmq/elevator/elevator.h"
 #include "drivers/index_alloc.h"
 #include "drivers/ublk/ublk_dev.h"
 
@@ -41,7 +41,7 @@ Status validate_options(const UblkOptions& o) {
     return bad("max_sectors must be in " + std::to_string(bs >> kSectorShift) +
                "..65535 (at least one block); got " + std::to_string(o.max_sectors));
   if (o.fua && !o.write_cache) return bad("fua needs write_cache (FUA only matters with a volatile cache)");
-  return Status::ok();
+  return Status::OK();
 }
 
 UblkDevice::UblkDevice(std::unique_ptr<UblkTarget> target, const UblkOptions& opts)
@@ -107,7 +107,7 @@ Status UblkDevice::setup() {
   auto q = Queue::create(*tag_set_, queue_config());
   if (!q) return Status::error(q.status().code(), "ublk: " + q.status().message());
   queue_ = std::move(*q);
-  return Status::ok();
+  return Status::OK();
 }
 
 Result<std::unique_ptr<Device>> UblkDevice::create(std::unique_ptr<UblkTarget> target,

@@ -102,7 +102,7 @@ Status LoopTarget::init_queue(unsigned q) {
   for (unsigned i = 0; i < depth_; i++) lq->slots.push_back(std::make_unique<Slot>());
   for (auto& s : lq->slots) lq->free_slots.push_back(s.get());
   queues_[q] = std::move(lq);
-  return Status::ok();
+  return Status::OK();
 }
 
 void LoopTarget::exit_queue(unsigned q) {

@@ -50,7 +50,7 @@ const drvparam::ParamDef<UblkParams> kParams[] = {
     {"filename", "", "backing file of target=loop",
      [](UblkParams& p, const ParamValue& v) {
        p.filename = std::string(v.value);
-       return Status::ok();
+       return Status::OK();
      }},
     {"direct", "0",
      "1: target=loop opens its file with O_DIRECT (bypasses the page cache, as ublksrv's loop does by default; "

@@ -12,7 +12,7 @@
 
 #include "base/event.h"
 #include "base/thread.h"
-#include "blkmq/context.h"
+#include "blkmq/driver/context.h"
 #include "drivers/ublk/ublk_dev.h"
 
 namespace blkmq::ublkd {
@@ -37,7 +37,7 @@ Status UblkServer::start(bool pin) {
   base::Completion ready;
   thread_ = base::start_thread(o, [this, &ready] {
     init_status_ = dev_->target()->init_queue(q_);
-    const bool ok = init_status_.is_ok();
+    const bool ok = init_status_.ok();
     ready.complete();  // `ready` dies once start() returns: touch it no more
     if (ok) run();
   });
@@ -48,7 +48,7 @@ Status UblkServer::start(bool pin) {
     started_ = false;
     return init_status_;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 void UblkServer::stop() {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "blkmq/status.h"
-#include "blkmq/ublk.h"
+#include "blkmq/driver/ublk.h"
 
 namespace blkmq::ublkd {
 

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "blkmq/device.h"
-#include "blkmq/driver.h"
+#include "blkmq/driver/driver.h"
 #include "blkmq/ioctx.h"
 #include "blkmq/queue.h"
-#include "blkmq/tagset.h"
+#include "blkmq/driver/tagset.h"
 #include "drivers/uring/uring_params.h"
 
 namespace blkmq::uring {

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "blkmq/context.h"
+#include "blkmq/driver/context.h"
 #include "drivers/uring/uring.h"
 #include "drivers/uring/uring_dev.h"
 
@@ -137,11 +137,11 @@ Status UringDevice::open_file() {
     return Status::invalid("uring: '" + path + "' is smaller than one block (bs=" +
                            std::to_string(params_.bs) + "); give 'size' to extend it");
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status UringDevice::check_direct_alignment() {
-  if (!params_.direct) return Status::ok();
+  if (!params_.direct) return Status::OK();
   unsigned need = 0, mem_align = 512;
   if (features_.block_device) {
     int lss = 0;
@@ -164,7 +164,7 @@ Status UringDevice::check_direct_alignment() {
                            params_.filename + "' (" + std::to_string(need) + " bytes); use bs=" +
                            std::to_string(need) + " or direct=0");
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 void UringDevice::probe_features() {
@@ -249,7 +249,7 @@ Status UringDevice::setup() {
   auto q = Queue::create(*tag_set_, queue_config());
   if (!q) return Status::error(q.status().code(), "uring: " + q.status().message());
   queue_ = std::move(*q);
-  return Status::ok();
+  return Status::OK();
 }
 
 Result<std::unique_ptr<Device>> UringDevice::create(const ParamMap& params) {

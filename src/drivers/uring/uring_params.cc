@@ -20,7 +20,7 @@ const drvparam::ParamDef<UringParams> kParams[] = {
      [](UringParams& p, const ParamValue& v) {
        if (v.value.empty()) return v.error("a path");
        p.filename = std::string(v.value);
-       return Status::ok();
+       return Status::OK();
      }},
     {"size", "0",
      "capacity in bytes (k/m/g/t suffixes); 0 = the file's size. A missing file is created this "

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "base/thread.h"
-#include "blkmq/context.h"
+#include "blkmq/driver/context.h"
 #include "drivers/file_io.h"
 #include "drivers/uring/uring_dev.h"
 

@@ -37,7 +37,7 @@
 #include <mutex>
 #include <vector>
 
-#include "blkmq/context.h"
+#include "blkmq/driver/context.h"
 #include "drivers/uring/uring_dev.h"
 
 namespace blkmq::uring {

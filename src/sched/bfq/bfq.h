@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "blkmq/elevator.h"
+#include "blkmq/elevator/elevator.h"
 #include "blkmq/ioctx.h"
 
 namespace blkmq {

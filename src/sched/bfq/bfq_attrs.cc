@@ -43,7 +43,7 @@ ElvAttr int_attr() {
     bfqd->lock.lock();
     S.set(bfqd, *x);
     bfqd->lock.unlock();
-    return Status::ok();
+    return Status::OK();
   };
   return a;
 }

@@ -9,7 +9,7 @@
 //           light insert lock. Whoever takes the main lock next (dispatch,
 //           bio_merge, an insert) moves them in first, so merges still see
 //           every inserted request (see deadline.cc for the history).
-#include "blkmq/driver.h"
+#include "blkmq/driver/driver.h"
 #include "sched/bfq/bfq.h"
 #include "sched/bfq/bfq_impl.h"
 #include "sched/bfq/bfq_queue.h"
@@ -481,7 +481,7 @@ Status bfq_init_sched(Queue* q, ElevatorQueue* eq) {
   eq->elevator_data = bfqd;
   set_queue_async_depth(q, queue_nr_requests(q) * 3 / 4);
   bfq_depth_updated(q);
-  return Status::ok();
+  return Status::OK();
 }
 
 void bfq_exit_sched(ElevatorQueue* eq) {
@@ -576,7 +576,7 @@ BfqData::~BfqData() {
 
 void register_bfq() {
   static const ElevatorType type = bfq::make_type();
-  static const bool registered = register_elevator(&type).is_ok();
+  static const bool registered = register_elevator(&type).ok();
   (void)registered;
 }
 

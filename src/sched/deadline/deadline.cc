@@ -297,7 +297,7 @@ Status dd_init_sched(Queue* q, ElevatorQueue* eq) {
   eq->elevator_data = new DeadlineData(q, eq);
   set_queue_async_depth(q, queue_nr_requests(q));
   dd_depth_updated(q);
-  return Status::ok();
+  return Status::OK();
 }
 
 void dd_exit_sched(ElevatorQueue* eq) {
@@ -349,7 +349,7 @@ void register_mq_deadline() {
   // The core calls register_builtin_elevators() before every lookup: do the
   // registration once (thread-safe static initialisation).
   static const ElevatorType type = dd::make_type();
-  static const bool registered = register_elevator(&type).is_ok();
+  static const bool registered = register_elevator(&type).ok();
   (void)registered;
 }
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "blkmq/elevator.h"
+#include "blkmq/elevator/elevator.h"
 
 namespace blkmq {
 

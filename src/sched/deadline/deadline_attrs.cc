@@ -39,7 +39,7 @@ Status store_int(ElevatorQueue* eq, std::string_view name, std::string_view v) {
   dd->lock.lock();
   dd->tun.*Field = static_cast<T>(*x * Scale);
   dd->lock.unlock();
-  return Status::ok();
+  return Status::OK();
 }
 
 // The two expiries live in an array: one accessor each.
@@ -61,7 +61,7 @@ ElvAttr expire_attr(const char* name) {
     dd->lock.lock();
     dd->tun.fifo_expire_ns[D] = *x * kMs;
     dd->lock.unlock();
-    return Status::ok();
+    return Status::OK();
   };
   return a;
 }

@@ -6,10 +6,10 @@
 #include <cstdint>
 
 #include "base/lockstat.h"
-#include "blkmq/elevator.h"
+#include "blkmq/elevator/elevator.h"
 #include "blkmq/ioctx.h"
 #include "blkmq/queue.h"
-#include "blkmq/rbtree.h"
+#include "blkmq/elevator/rbtree.h"
 #include "sched/insert_lists.h"
 #include "sched/sort_tree.h"
 

@@ -13,7 +13,7 @@
 #include "base/sbitmap.h"
 #include "base/spinlock.h"
 #include "base/timer.h"
-#include "blkmq/elevator.h"
+#include "blkmq/elevator/elevator.h"
 #include "sched/kyber/kyber.h"
 
 namespace blkmq::kyber {

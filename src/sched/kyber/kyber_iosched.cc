@@ -2,7 +2,7 @@
 // dispatch over the domains, and the elevator ops table.
 #include <mutex>
 
-#include "blkmq/driver.h"
+#include "blkmq/driver/driver.h"
 #include "sched/kyber/kyber_internal.h"
 
 namespace blkmq::kyber {
@@ -30,7 +30,7 @@ Status init_sched(Queue* q, ElevatorQueue* eq) {
   set_queue_async_depth(q, queue_nr_requests(q) * kAsyncPercent / 100);
   set_min_shallow_depth(q, queue_async_depth(q));
   eq->elevator_data = kqd.release();
-  return Status::ok();
+  return Status::OK();
 }
 
 void exit_sched(ElevatorQueue* eq) {
@@ -51,7 +51,7 @@ Status init_hctx(HwCtx* hctx, unsigned) {
     w.entry.data = &w;
   }
   hctx->sched_data = khd;
-  return Status::ok();
+  return Status::OK();
 }
 
 void exit_hctx(HwCtx* hctx, unsigned) {

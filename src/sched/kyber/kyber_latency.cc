@@ -88,7 +88,7 @@ Status parse_target(std::string_view name, std::string_view value, uint64_t* out
     return Status::invalid("queue/iosched/" + std::string(name) + ": must be between " +
                            std::to_string(kMinTargetNs) + " and " + std::to_string(kMaxTargetNs) + " ns");
   *out = v;
-  return Status::ok();
+  return Status::OK();
 }
 
 template <Domain D>
@@ -101,7 +101,7 @@ Status store_target(ElevatorQueue* eq, std::string_view value) {
   uint64_t v = 0;
   if (Status s = parse_target(D == kRead ? "read_lat_nsec" : "write_lat_nsec", value, &v); !s) return s;
   kqd_of(eq)->targets[D].store(v, std::memory_order_relaxed);
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace

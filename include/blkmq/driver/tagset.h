@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "blkmq/driver.h"
+#include "blkmq/driver/driver.h"
 #include "blkmq/status.h"
 
 namespace blkmq {

@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "blkmq/bio.h"
-#include "blkmq/list.h"
-#include "blkmq/rbtree.h"
+#include "blkmq/driver/list.h"
+#include "blkmq/elevator/rbtree.h"
 
 namespace blkmq {
 

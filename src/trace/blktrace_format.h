@@ -2,8 +2,9 @@
 // version 7, as Debian 12's blktrace 1.2 reads it): one fixed 48-byte record
 // per event, optionally followed by a payload, in the writer's byte order
 // (blkparse tells it from the magic). Values here are the kernel's ABI.
-// Public: the engine writes it, and blkmq bench --read_iolog and programs
-// that read or make traces parse it.
+// Internal (not installed): the engine writes it (src/core/trace.cc) and
+// `blkmq bench --read_iolog` parses it; a program outside blkmq reads the
+// files with blkparse, as it would a kernel trace.
 #pragma once
 
 #include <cstdint>

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "blkmq/driver.h"
-#include "blkmq/request.h"
+#include "blkmq/driver/driver.h"
+#include "blkmq/driver/request.h"
 #include "blkmq/status.h"
 
 namespace blkmq {

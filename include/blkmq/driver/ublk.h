@@ -21,7 +21,7 @@
 #include <string>
 
 #include "blkmq/device.h"
-#include "blkmq/request.h"
+#include "blkmq/driver/request.h"
 #include "blkmq/status.h"
 
 namespace blkmq {
@@ -114,7 +114,7 @@ class UblkTarget {
   // Optional. Called once on queue q's server thread before its first
   // request (per-queue setup: rings, buffers). A non-ok status fails
   // create_ublk_device() with that message.
-  virtual Status init_queue(unsigned q) { return Status::ok(); }
+  virtual Status init_queue(unsigned q) { return Status::OK(); }
   // Optional. Called once on queue q's server thread after the queue was
   // torn down (every request of the device has completed).
   virtual void exit_queue(unsigned q) {}

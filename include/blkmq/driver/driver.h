@@ -31,7 +31,7 @@
 
 #include <cstdint>
 
-#include "blkmq/request.h"
+#include "blkmq/driver/request.h"
 #include "blkmq/status.h"
 
 namespace blkmq {
