@@ -12,9 +12,11 @@
 //     blkmq/status.h   Status, Result and the I/O path's BlkStatus
 //     blkmq/sysfs_tree.h  a /sys/block-like tree that iostat reads
 //   This header includes all of these.
-// - Driver authors (a device behind the queue): blkmq/driver/driver.h
-//   (the driver ops; it includes request.h, tagset.h and context.h), and
-//   blkmq/driver/ublk.h for a ublk-style target's I/O handler.
+// - Driver authors (a device behind the queue): blkmq/driver/driver.h (the
+//   driver ops and the calls a driver makes; it includes request.h),
+//   blkmq/driver/tagset.h (hardware queues and tags), blkmq/driver/context.h
+//   (hardirq context for a completion thread), and blkmq/driver/ublk.h for
+//   a ublk-style target's I/O handler.
 // - I/O scheduler authors: blkmq/elevator/elevator.h (the elevator ops and
 //   the helpers a scheduler calls; it includes the driver headers it needs
 //   and elevator/rbtree.h, the sort tree).
@@ -27,5 +29,6 @@
 #include "blkmq/ioctx.h"
 #include "blkmq/plug.h"
 #include "blkmq/queue.h"
+#include "blkmq/runtime.h"
 #include "blkmq/status.h"
 #include "blkmq/sysfs_tree.h"

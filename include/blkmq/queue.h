@@ -2,8 +2,6 @@
 // statistics and lifecycle (request_queue + gendisk analogue).
 #pragma once
 
-#include <time.h>
-
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "blkmq/bio.h"
+#include "blkmq/runtime.h"
 #include "blkmq/status.h"
 #include "blkmq/driver/tagset.h"
 
@@ -42,9 +41,6 @@ struct QueueLimits {
   uint32_t dma_alignment = 0;
 };
 
-// A queue's clock: monotonic nanoseconds. See Queue::now_ns.
-using QueueClockFn = uint64_t (*)();
-
 // An attribute a driver adds beside the core's, as a kernel driver adds
 // files under /sys/block/<dev>/device/ (null's `device/power_cut`). Read,
 // written and listed by its full path through Queue::attr, set_attr and
@@ -66,9 +62,6 @@ struct QueueConfig {
   void* queuedata = nullptr;           // driver cookie, see queue_data()
   // Scheduler at creation: "" = the kernel's default rule. Validated.
   std::string scheduler;
-  // The queue's clock from its first moment (the scheduler's init reads
-  // it); nullptr = CLOCK_MONOTONIC. For tests that step time.
-  QueueClockFn clock = nullptr;
   // The driver's own attributes (see DriverAttr). Default: none.
   std::vector<DriverAttr> driver_attrs;
 };
@@ -181,36 +174,24 @@ class Queue {
   void quiesce();
   void unquiesce();
 
-  // The queue's clock, in ns. Everything of this queue that keeps time
-  // reads it: request deadlines and the timeout scan, accounting (ticks,
-  // io_ticks), the schedulers' decisions (mq-deadline's FIFO and aging,
-  // bfq's budgets, idling and raising, kyber's latency windows). Default
-  // CLOCK_MONOTONIC, one load and a vDSO read; any context.
-  uint64_t now_ns() const {
-    if (QueueClockFn f = clock_.load(std::memory_order_relaxed)) return f();
-    return read_clock_ns(CLOCK_MONOTONIC);
-  }
+  // The runtime of the queue's tag set (TagSetConfig::runtime): whose
+  // kblockd runs its hw queues, whose softirq workers its completions,
+  // whose timers its timeouts and scheduler timers, and whose clock it
+  // keeps time by. Any thread.
+  Runtime& runtime() const;
+  // The queue's clock, in ns: its runtime's (CLOCK_MONOTONIC, or a
+  // ManualRuntime's). Everything of this queue that keeps time reads it:
+  // request deadlines and the timeout scan, accounting (ticks, io_ticks),
+  // the schedulers' decisions (mq-deadline's FIFO and aging, bfq's budgets,
+  // idling and raising, kyber's latency windows). A vDSO read, or one load
+  // on a manual runtime; any context.
+  uint64_t now_ns() const;
   // The same clock at the resolution of the kernel's jiffies:
   // CLOCK_MONOTONIC_COARSE (a vDSO read without the TSC; it moves once a
-  // timer tick, a few ms), or the fake clock when one is set. For the
-  // decisions the kernel takes in jiffies (mq-deadline's FIFO expiry and
-  // aging). Any context.
-  uint64_t coarse_now_ns() const {
-    if (QueueClockFn f = clock_.load(std::memory_order_relaxed)) return f();
-    return read_clock_ns(CLOCK_MONOTONIC_COARSE);
-  }
-  // Whether now_ns() is the real clock. Real timers (the timeout timer,
-  // bfq's idle timer) fire on real time; with a fake clock a test steps
-  // time and then runs their handlers itself (run_timeout_work).
-  bool clock_is_real() const { return clock_.load(std::memory_order_relaxed) == nullptr; }
-  // Replaces the clock (nullptr: CLOCK_MONOTONIC). Set it while the queue
-  // does no I/O, or times taken before and after mix.
-  void set_clock(QueueClockFn fn) { clock_.store(fn, std::memory_order_relaxed); }
-  // Runs the timeout scan (blk_mq_timeout_work) now, by now_ns(): requests
-  // whose deadline has passed go to the driver's timeout handler. What the
-  // timeout timer does when it fires; tests with a fake clock call it after
-  // stepping time. Task context.
-  void run_timeout_work();
+  // timer tick, a few ms), or the manual runtime's time. For the decisions
+  // the kernel takes in jiffies (mq-deadline's FIFO expiry and aging). Any
+  // context.
+  uint64_t coarse_now_ns() const;
 
   // Starts removal, as del_gendisk marks a disk dead: every bio submitted
   // from now on ends with ioerr at once, submitters waiting for a freeze
@@ -250,14 +231,6 @@ class Queue {
 
  protected:
   Queue() = default;
-  std::atomic<QueueClockFn> clock_{nullptr};
-
- private:
-  static uint64_t read_clock_ns(clockid_t id) {
-    timespec ts;
-    clock_gettime(id, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-  }
 };
 
 // Wakes up to `nr` futex sleepers on `word` and every thread sleeping for

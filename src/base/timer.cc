@@ -22,97 +22,87 @@ pid_t current_tid() {
 // ---- Timer -----------------------------------------------------------------
 
 Timer::~Timer() {
-  if (thread_) cancel_sync();
+  if (queue_) cancel_sync();
 }
 
-void Timer::init(TimerThread* thread, std::function<void()> fn) {
-  thread_ = thread ? thread : &TimerThread::global();
+void Timer::init(TimerQueue* queue, std::function<void()> fn) {
+  queue_ = queue ? queue : &TimerThread::global();
   fn_ = std::move(fn);
 }
 
 void Timer::arm_at(uint64_t when_ns) {
-  assert(thread_ && "Timer::init() before arming");
-  std::lock_guard<std::mutex> g(thread_->mu_);
-  thread_->remove_locked(this);
-  thread_->add_locked(this, when_ns);
+  assert(queue_ && "Timer::init() before arming");
+  std::lock_guard<std::mutex> g(queue_->mu_);
+  queue_->remove_locked(this);
+  queue_->add_locked(this, when_ns);
 }
 
-void Timer::arm_after(uint64_t delay_ns) { arm_at(now_ns() + delay_ns); }
+void Timer::arm_after(uint64_t delay_ns) {
+  assert(queue_ && "Timer::init() before arming");
+  arm_at(queue_->now_ns() + delay_ns);
+}
 
 bool Timer::arm_if_earlier(uint64_t when_ns) {
-  assert(thread_ && "Timer::init() before arming");
-  std::lock_guard<std::mutex> g(thread_->mu_);
+  assert(queue_ && "Timer::init() before arming");
+  std::lock_guard<std::mutex> g(queue_->mu_);
   if (queued_ && expires_.load(std::memory_order_relaxed) <= when_ns) return false;
-  thread_->remove_locked(this);
-  thread_->add_locked(this, when_ns);
+  queue_->remove_locked(this);
+  queue_->add_locked(this, when_ns);
   return true;
 }
 
 bool Timer::cancel() {
-  if (!thread_) return false;
-  std::lock_guard<std::mutex> g(thread_->mu_);
-  return thread_->remove_locked(this);
+  if (!queue_) return false;
+  std::lock_guard<std::mutex> g(queue_->mu_);
+  return queue_->remove_locked(this);
 }
 
 // Loops because a running callback may re-arm its own timer: only "not
 // queued and not running" is final.
 void Timer::cancel_sync() {
-  if (!thread_) return;
-  std::unique_lock<std::mutex> lk(thread_->mu_);
+  if (!queue_) return;
+  std::unique_lock<std::mutex> lk(queue_->mu_);
   for (;;) {
-    thread_->remove_locked(this);
-    if (thread_->running_ != this || thread_->on_this_thread()) return;
-    thread_->running_cv_.wait(lk);
+    queue_->remove_locked(this);
+    if (queue_->running_ != this || queue_->on_this_thread()) return;
+    queue_->running_cv_.wait(lk);
   }
 }
 
 bool Timer::armed() const {
-  if (!thread_) return false;
-  std::lock_guard<std::mutex> g(thread_->mu_);
+  if (!queue_) return false;
+  std::lock_guard<std::mutex> g(queue_->mu_);
   return queued_;
 }
 
-// ---- TimerThread -----------------------------------------------------------
+// ---- TimerQueue ------------------------------------------------------------
 
-TimerThread::TimerThread(std::string name, bool hardirq_context)
-    : hardirq_(hardirq_context), name_(std::move(name)) {
-  thread_ = start_thread(ThreadOptions{name_, -1, false}, [this] { run(); });
+TimerQueue::~TimerQueue() {
+  std::lock_guard<std::mutex> g(mu_);
+  clear_locked();
 }
 
-TimerThread::~TimerThread() {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    stop_ = true;
-    for (Entry& e : heap_) e.t->queued_ = false;
-    heap_.clear();
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+void TimerQueue::clear_locked() {
+  for (Entry& e : heap_) e.t->queued_ = false;
+  heap_.clear();
 }
 
-TimerThread& TimerThread::global() {
-  // Never destroyed: timers owned by static objects may still be cancelled
-  // during exit.
-  static TimerThread* t = new TimerThread("blkmq-timer");
-  return *t;
-}
+bool TimerQueue::on_this_thread() const { return tid_.load(std::memory_order_relaxed) == current_tid(); }
+void TimerQueue::set_firing_thread() { tid_.store(current_tid(), std::memory_order_relaxed); }
+void TimerQueue::clear_firing_thread() { tid_.store(0, std::memory_order_relaxed); }
 
-bool TimerThread::on_this_thread() const {
-  return tid_.load(std::memory_order_relaxed) == current_tid();
-}
-
-bool TimerThread::before(size_t a, size_t b) const {
+bool TimerQueue::before(size_t a, size_t b) const {
   const Entry& x = heap_[a];
   const Entry& y = heap_[b];
   return x.when < y.when || (x.when == y.when && x.seq < y.seq);
 }
 
-void TimerThread::place(size_t i, const Entry& e) {
+void TimerQueue::place(size_t i, const Entry& e) {
   heap_[i] = e;
   e.t->heap_index_ = i;
 }
 
-void TimerThread::sift_up(size_t i) {
+void TimerQueue::sift_up(size_t i) {
   while (i > 0) {
     size_t parent = (i - 1) / 2;
     if (!before(i, parent)) break;
@@ -123,7 +113,7 @@ void TimerThread::sift_up(size_t i) {
   }
 }
 
-void TimerThread::sift_down(size_t i) {
+void TimerQueue::sift_down(size_t i) {
   for (;;) {
     size_t l = 2 * i + 1, r = l + 1, m = i;
     if (l < heap_.size() && before(l, m)) m = l;
@@ -136,18 +126,18 @@ void TimerThread::sift_down(size_t i) {
   }
 }
 
-void TimerThread::add_locked(Timer* t, uint64_t when) {
+void TimerQueue::add_locked(Timer* t, uint64_t when) {
   t->seq_ = next_seq_++;
   t->queued_ = true;
   t->expires_.store(when, std::memory_order_relaxed);
   heap_.push_back(Entry{when, t->seq_, t});
   t->heap_index_ = heap_.size() - 1;
   sift_up(heap_.size() - 1);
-  // Only a new earliest expiry changes how long the thread should sleep.
-  if (heap_[0].t == t) cv_.notify_one();
+  // Only a new earliest expiry changes how long a firing thread sleeps.
+  if (heap_[0].t == t) earliest_changed();
 }
 
-bool TimerThread::remove_locked(Timer* t) {
+bool TimerQueue::remove_locked(Timer* t) {
   if (!t->queued_) return false;
   size_t i = t->heap_index_;
   assert(i < heap_.size() && heap_[i].t == t);
@@ -162,29 +152,75 @@ bool TimerThread::remove_locked(Timer* t) {
   return true;
 }
 
+uint64_t TimerQueue::next_locked() const { return heap_.empty() ? UINT64_MAX : heap_[0].when; }
+
+bool TimerQueue::fire_one(std::unique_lock<std::mutex>& lk, uint64_t now, uint64_t* next) {
+  if (heap_.empty() || heap_[0].when > now) {
+    if (next) *next = next_locked();
+    return false;
+  }
+  Timer* t = heap_[0].t;
+  remove_locked(t);
+  running_ = t;
+  lk.unlock();
+  t->fn_();  // without the lock: the callback may re-arm or cancel timers
+  lk.lock();
+  running_ = nullptr;
+  running_cv_.notify_all();
+  if (next) *next = next_locked();
+  return true;
+}
+
+// ---- TimerThread -----------------------------------------------------------
+
+TimerThread::TimerThread(std::string name, bool hardirq_context) : TimerQueue(std::move(name), hardirq_context) {
+  thread_ = start_thread(ThreadOptions{this->name(), -1, false}, [this] { run(); });
+}
+
+TimerThread::~TimerThread() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+    clear_locked();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+TimerThread& TimerThread::global() {
+  // Never destroyed: timers owned by static objects may still be cancelled
+  // during exit.
+  static TimerThread* t = new TimerThread("blkmq-timer");
+  return *t;
+}
+
+uint64_t TimerThread::now_ns() const { return base::now_ns(); }
+
 void TimerThread::run() {
-  tid_.store(current_tid(), std::memory_order_relaxed);
+  set_firing_thread();
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    if (heap_.empty()) {
-      cv_.wait(lk);
-      continue;
-    }
-    uint64_t now = now_ns();
-    uint64_t when = heap_[0].when;
-    if (when > now) {
-      cv_.wait_for(lk, std::chrono::nanoseconds(when - now));
-      continue;
-    }
-    Timer* t = heap_[0].t;
-    remove_locked(t);
-    running_ = t;
-    lk.unlock();
-    t->fn_();  // without the lock: the callback may re-arm or cancel timers
-    lk.lock();
-    running_ = nullptr;
-    running_cv_.notify_all();
+    const uint64_t now = now_ns();
+    uint64_t next = 0;
+    if (fire_one(lk, now, &next)) continue;
+    if (next == UINT64_MAX) cv_.wait(lk);
+    else cv_.wait_for(lk, std::chrono::nanoseconds(next - now));
   }
+}
+
+// ---- ManualTimerQueue ------------------------------------------------------
+
+bool ManualTimerQueue::fire_one_due() {
+  std::unique_lock<std::mutex> lk(mu_);
+  set_firing_thread();
+  const bool fired = fire_one(lk, now_ns(), nullptr);
+  clear_firing_thread();
+  return fired;
+}
+
+uint64_t ManualTimerQueue::next_expiry() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return next_locked();
 }
 
 }  // namespace blkmq::base

@@ -103,7 +103,7 @@ bool complete_remote(Request* rq) {
     account_io_done(rq, now, cpu);
   }
   if ((rq->rq_flags & kRqfUseSched) && q->elevator_ && q->elevator_->type->ops.completed_request)
-    q->elevator_->type->ops.completed_request(rq, now ? now : q->now_ns());
+    q->elevator_->type->ops.completed_request(rq, now ? now : q->clock_ns());
   if (rq->end_io) {
     if (rq->rq_flags & kRqfUseSched) {
       if (q->elevator_ && q->elevator_->type->ops.finish_request) q->elevator_->type->ops.finish_request(rq);
@@ -141,7 +141,7 @@ void account_io_start(Request* rq) {
 void start_request(Request* rq) {
   HwCtxImpl* h = to_impl(rq->mq_hctx);
   QueueImpl* q = h->q;
-  if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = q->now_ns();
+  if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = q->clock_ns();
   const uint64_t expiry = start_timer(rq);
   if (rq->tag >= 0) h->tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_relaxed);
   trace_rq(rq, blktrace::kIssue);

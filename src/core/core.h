@@ -22,6 +22,7 @@
 #include "blkmq/queue.h"
 #include "blkmq/driver/tagset.h"
 #include "core/kblockd.h"
+#include "core/time.h"
 
 namespace blkmq {
 namespace blktrace {
@@ -154,7 +155,8 @@ struct QueueMap {
 
 class TagSetImpl final : public TagSet {
  public:
-  explicit TagSetImpl(const TagSetConfig& cfg) : cfg_(cfg) {}
+  explicit TagSetImpl(const TagSetConfig& cfg)
+      : cfg_(cfg), rt_(cfg.runtime ? cfg.runtime : &Runtime::process_default()) {}
   ~TagSetImpl() override;
 
   Status init();
@@ -165,6 +167,7 @@ class TagSetImpl final : public TagSet {
   bool shared_hctx_tags() const { return cfg_.flags & kTagSetSharedTags; }
 
   TagSetConfig cfg_;
+  Runtime* rt_;  // cfg_.runtime or the process default; every queue's
   unsigned nr_hw_queues_ = 0;
   QueueMap maps_[kNrHctxTypes];
   std::vector<Tags*> tags_;           // per hctx (all the same with shared tags)
@@ -257,10 +260,23 @@ class QueueImpl final : public Queue {
   void unfreeze_impl();
   void mark_dead_impl();
 
+  // The queue's clock (Queue::now_ns), inline for the core: the manual
+  // runtime's time (one load), else CLOCK_MONOTONIC. Any context.
+  uint64_t clock_ns() const {
+    return manual_clock_ ? manual_clock_->load(std::memory_order_acquire) : precise_now_ns();
+  }
+  // At the resolution of jiffies (Queue::coarse_now_ns). Any context.
+  uint64_t coarse_clock_ns() const {
+    return manual_clock_ ? manual_clock_->load(std::memory_order_acquire) : blkmq::coarse_now_ns();
+  }
+  bool clock_is_manual() const { return manual_clock_ != nullptr; }
+
   SwCtx* ctx(unsigned cpu) { return &ctxs_[cpu]; }
   HwCtxImpl* hctx(unsigned i) const { return hctxs_[i]; }
 
   TagSetImpl* set_;
+  Runtime* rt_;  // the set's
+  const std::atomic<uint64_t>* manual_clock_;  // rt_->manual_clock(): nullptr on real time
   QueueConfig cfg_;
   unsigned minor_ = 0;  // see Queue::dev_minor
   QueueLimits limits_;
@@ -285,6 +301,7 @@ class QueueImpl final : public Queue {
   std::atomic<int> freeze_depth_{0};
   std::atomic<uint32_t> freeze_seq_{0};
   std::atomic<bool> dying_{false};
+  std::atomic<int> enter_waiters_{0};  // submitters asleep in enter() (a frozen queue)
   std::mutex freeze_lock_;
   std::atomic<int> quiesce_depth_{0};
   // requeue

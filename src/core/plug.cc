@@ -58,7 +58,7 @@ PlugState* current_plug_state() { return tls_plug; }
 namespace {
 
 [[gnu::noinline]] uint64_t blk_time_read_ns(const QueueImpl* q, PlugState* p) {
-  if (!q->clock_is_real()) return q->now_ns();
+  if (q->clock_is_manual()) return q->clock_ns();
   if (!p) return precise_now_ns();
   p->cur_ktime = precise_now_ns();
   return p->cur_ktime;
@@ -70,7 +70,7 @@ namespace {
 // inline, the clock read is out of line.
 uint64_t blk_time_get_ns(const QueueImpl* q) {
   PlugState* p = tls_plug;
-  if (p && p->cur_ktime && q->clock_is_real()) return p->cur_ktime;
+  if (p && p->cur_ktime && !q->clock_is_manual()) return p->cur_ktime;
   return blk_time_read_ns(q, p);
 }
 

@@ -14,8 +14,6 @@
 namespace blkmq {
 namespace {
 
-void sleep_us(unsigned us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); }
-
 HctxType type_of_index(const TagSetImpl* set, unsigned idx) {
   const auto& n = set->cfg().nr_queues;
   if (idx < n[0]) return HctxType::dflt;
@@ -26,11 +24,19 @@ HctxType type_of_index(const TagSetImpl* set, unsigned idx) {
 }  // namespace
 
 QueueImpl::QueueImpl(TagSetImpl* set, const QueueConfig& cfg)
-    : set_(set), cfg_(cfg), limits_(cfg.limits), ops_(set->cfg().ops) {
+    : set_(set),
+      rt_(set->rt_),
+      manual_clock_(set->rt_->manual_clock()),
+      cfg_(cfg),
+      limits_(cfg.limits),
+      ops_(set->cfg().ops) {
   static std::atomic<unsigned> next_minor{0};
   minor_ = next_minor.fetch_add(1, std::memory_order_relaxed);
-  clock_.store(cfg.clock, std::memory_order_relaxed);
 }
+
+Runtime& Queue::runtime() const { return *to_impl(this)->rt_; }
+uint64_t Queue::now_ns() const { return to_impl(this)->clock_ns(); }
+uint64_t Queue::coarse_now_ns() const { return to_impl(this)->coarse_clock_ns(); }
 
 Status QueueImpl::init_hctxs(unsigned nr_hw) {
   std::vector<std::unique_ptr<HwCtxImpl>> fresh;
@@ -42,7 +48,7 @@ Status QueueImpl::init_hctxs(unsigned nr_hw) {
     h->queue_num = i;
     h->type = type_of_index(set_, i);
     h->tags = set_->tags_[i];
-    h->run_work.init(run_work_fn, h.get());
+    h->run_work.init(rt_, run_work_fn, h.get());
     init_dispatch_wait(h.get());
     fresh.push_back(std::move(h));
   }
@@ -133,10 +139,9 @@ Status QueueImpl::init() {
   l.poll = set_->cfg().nr_queues[2] > 0;
   if (Status s = init_hctxs(set_->nr_hw_queues_); !s) return s;
   map_swqueues();
-  requeue_work_.init(requeue_work_fn, this);
-  timeout_work_.fn = timeout_work_fn;
-  timeout_work_.data = this;
-  timeout_timer_.init(&base::TimerThread::global(), [this] { timeout_timer_fired(this); });
+  requeue_work_.init(rt_, requeue_work_fn, this);
+  timeout_work_.init(rt_, timeout_work_fn, this);
+  timeout_timer_.init(&rt_->timers(), [this] { timeout_timer_fired(this); });
   fq_ = flush_queue_alloc(this);
   set_->queues_.push_back(this);
   if (set_->queues_.size() > 1) set_->set_queue_shared(true, this);
@@ -151,8 +156,12 @@ bool QueueImpl::enter(bool nowait) {
     if (dying_.load() || nowait) return false;
     flush_current_plug(true);  // about to sleep
     uint32_t seq = freeze_seq_.load(std::memory_order_acquire);
-    if (freeze_depth_.load(std::memory_order_seq_cst) != 0 && !dying_.load())
+    if (freeze_depth_.load(std::memory_order_seq_cst) != 0 && !dying_.load()) {
+      // Counted so a test can tell a submitter sleeps here (Freeze.*).
+      enter_waiters_.fetch_add(1, std::memory_order_relaxed);
       base::futex_wait(&freeze_seq_, seq, 10 * 1000 * 1000);
+      enter_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    }
   }
 }
 
@@ -167,7 +176,7 @@ void QueueImpl::wait_dispatch_idle() const {
     int64_t s = 0;
     for (unsigned c = 0; c < dispatch_cnt_.size(); c++) s += dispatch_cnt_[c].load(std::memory_order_seq_cst);
     if (s == 0) return;
-    sleep_us(20);
+    rt_->ops().idle(20);
   }
 }
 
@@ -185,7 +194,7 @@ void QueueImpl::freeze_wait() {
       kick_requeue_list(this);
       run_hw_queues_impl(this, true);
     }
-    sleep_us(50);
+    rt_->ops().idle(50);
   }
 }
 

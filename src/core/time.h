@@ -25,7 +25,7 @@ inline uint64_t precise_now_ns() {
 class QueueImpl;
 
 // Precise time by q's clock; the real clock is cached in the calling
-// thread's plug if it has one (a fake one is read every time).
+// thread's plug if it has one (a manual runtime's is read every time).
 uint64_t blk_time_get_ns(const QueueImpl* q);
 
 }  // namespace blkmq

@@ -31,9 +31,6 @@ uint64_t round_up_sec(uint64_t ns) { return (ns + kSecNs - 1) / kSecNs * kSecNs;
 // published before that load is either covered by the armed timer or seen
 // by the scan.
 void arm_queue_timer(QueueImpl* q, uint64_t expiry) {
-  // A fake clock's times mean nothing to the real timer: a test steps its
-  // clock and runs the scan itself (Queue::run_timeout_work).
-  if (!q->clock_is_real()) return;
   const uint64_t cur = q->timeout_expiry_.load(std::memory_order_seq_cst);
   if (cur && cur <= expiry + kSecNs / 2) return;
   arm_queue_timer_locked(q, expiry);
@@ -103,7 +100,7 @@ void timeout_timer_fired(QueueImpl* q) {
 
 void timeout_work_fn(Work* w) {
   auto* q = static_cast<QueueImpl*>(w->data);
-  const uint64_t now = q->now_ns();
+  const uint64_t now = q->clock_ns();
   std::vector<Request*> inflight;
   std::vector<Tags*> seen;
   for (unsigned i = 0; i < q->nr_hw_queues_; i++) {
@@ -129,22 +126,15 @@ void timeout_work_fn(Work* w) {
     rq_unpin(rq);
   }
   if (next) {
-    arm_queue_timer(q, std::max(next, q->now_ns()));
+    arm_queue_timer(q, std::max(next, q->clock_ns()));
   } else if (q->usage_sum() > 0) {
     // Requests exist but none was seen in flight: one may have been started
     // while this scan ran (start_request publishes its state without a
     // full barrier). Look again within BLK_MAX_TIMEOUT.
-    arm_queue_timer(q, q->now_ns() + kMaxTimeoutNs);
+    arm_queue_timer(q, q->clock_ns() + kMaxTimeoutNs);
   } else {
     for (unsigned i = 0; i < q->nr_hw_queues_; i++) tag_idle(q->hctx(i));
   }
-}
-
-void Queue::run_timeout_work() {
-  QueueImpl* q = to_impl(this);
-  // Through kblockd, so the scan never runs beside the timer's own.
-  kblockd_queue_work(&q->timeout_work_, kWorkCpuUnbound);
-  kblockd_flush_work(&q->timeout_work_);
 }
 
 void requeue_work_fn(Work* w) {

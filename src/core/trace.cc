@@ -9,11 +9,11 @@ namespace blkmq {
 using blktrace::Writer;
 
 void trace_bio_slow(Writer* w, const QueueImpl* q, const Bio* bio, uint32_t action) {
-  w->add(action | blktrace::io_categories(bio->op, bio->flags), q->now_ns(), bio->sector, bio->size);
+  w->add(action | blktrace::io_categories(bio->op, bio->flags), q->clock_ns(), bio->sector, bio->size);
 }
 
 void trace_split_slow(Writer* w, const QueueImpl* q, const Bio* front, uint64_t rest_sector) {
-  w->add_u64(blktrace::kSplit | blktrace::io_categories(front->op, front->flags), q->now_ns(), front->sector,
+  w->add_u64(blktrace::kSplit | blktrace::io_categories(front->op, front->flags), q->clock_ns(), front->sector,
              front->size, rest_sector);
 }
 
@@ -28,16 +28,16 @@ void trace_rq_slow(Writer* w, const Request* rq, uint32_t action, BlkStatus st) 
   const uint64_t sector = pc ? 0 : rq->sector;
   // The kernel stores the negative errno in the 16-bit field, as is.
   const int err = blk_status_to_errno(st);
-  w->add(action | cats, to_impl(rq->q)->now_ns(), sector, rq->data_len, static_cast<uint16_t>(err));
+  w->add(action | cats, to_impl(rq->q)->clock_ns(), sector, rq->data_len, static_cast<uint16_t>(err));
 }
 
 void trace_alloc_slow(Writer* w, const QueueImpl* q, ReqOp op, uint32_t flags, uint32_t action) {
-  w->add(action | blktrace::io_categories(op, flags), q->now_ns(), 0, 0);
+  w->add(action | blktrace::io_categories(op, flags), q->clock_ns(), 0, 0);
 }
 
 void trace_plug_slow(Writer* w, const QueueImpl* q, uint32_t action, unsigned depth) {
-  if (action == blktrace::kPlug) w->add(action, q->now_ns(), 0, 0);
-  else w->add_u64(action, q->now_ns(), 0, 0, depth);
+  if (action == blktrace::kPlug) w->add(action, q->clock_ns(), 0, 0);
+  else w->add_u64(action, q->clock_ns(), 0, 0, depth);
 }
 
 Status trace_start_locked(QueueImpl* q, const std::string& dir, size_t buffer_bytes_per_cpu) {

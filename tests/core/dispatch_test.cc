@@ -65,67 +65,85 @@ TEST(Dispatch, ErrorStatusFromQueueRqEndsTheBio) {
   EXPECT_EQ(q.value()->write_sync(b.data(), 0, 4096), BlkStatus::ioerr);
 }
 
-// The queue's clock, stepped by the timeout tests instead of sleeping.
-std::atomic<uint64_t> g_timeout_now{1000ull * 1000 * 1000 * 1000};
-uint64_t timeout_now() { return g_timeout_now.load(); }
-void step_ms(uint64_t ms) { g_timeout_now.fetch_add(ms * 1000 * 1000); }
+constexpr uint64_t kMs = 1000 * 1000;
 
-StubDriver::Options fake_clock_never_completing() {
+// A driver that never completes, on a runtime the test steps: the timeout
+// timer fires when advance() passes its expiry, and the scan it queues
+// runs then too, so no test here sleeps or waits for a worker.
+StubDriver::Options never_completing_on(ManualRuntime& rt) {
   StubDriver::Options o;
   o.mode = CompleteMode::never;
-  o.clock = &timeout_now;
+  o.runtime = &rt;
   return o;
 }
 
 // A request times out exactly when its deadline passes by the queue's
-// clock: not a millisecond before, and once it has, the scan ends it.
+// clock: not a millisecond before, and once it has, the timer's scan ends
+// it.
 TEST(Timeout, ExpiredRequestsGoToTheDriversHandler) {
-  StubDriver d(fake_clock_never_completing());
+  ManualRuntime rt;
+  StubDriver d(never_completing_on(rt));
   ASSERT_TRUE(d.q().set_attr("queue/io_timeout", "100"));
   BioTracker t;
   Slots s;
   submit_n(d, t, s, 3, ReqOp::read);
-  step_ms(99);
-  d.q().run_timeout_work();
+  EXPECT_EQ(rt.advance(99 * kMs), 0u);
   EXPECT_EQ(d.timeouts.load(), 0) << "timed out before the deadline";
-  step_ms(1);
-  d.q().run_timeout_work();
-  ASSERT_TRUE(t.wait_for(3, 5000));
+  EXPECT_EQ(rt.advance(1 * kMs), 1u) << "the timer fires at the deadline (a timeout under 1 s is not rounded)";
+  EXPECT_EQ(t.ended.load(), 3);
   for (auto& x : s) EXPECT_EQ(x->status, BlkStatus::timeout);
   EXPECT_EQ(d.timeouts.load(), 3);
   EXPECT_EQ(t.doubles.load(), 0);
 }
 
-// reset_timer starts a fresh timeout period from the handler's time.
+// reset_timer starts a fresh timeout period from the handler's time, and
+// the scan rearms the timer for it.
 TEST(Timeout, ResetTimerKeepsWaiting) {
-  StubDriver d(fake_clock_never_completing());
+  ManualRuntime rt;
+  StubDriver d(never_completing_on(rt));
   d.timeout_completes = false;
   ASSERT_TRUE(d.q().set_attr("queue/io_timeout", "50"));
   BioTracker t;
   Slots s;
   submit_n(d, t, s, 1, ReqOp::read);
   for (int period = 1; period <= 3; period++) {
-    step_ms(49);
-    d.q().run_timeout_work();
+    rt.advance(49 * kMs);
     EXPECT_EQ(d.timeouts.load(), period - 1);
-    step_ms(1);
-    d.q().run_timeout_work();
+    rt.advance(1 * kMs);
     EXPECT_EQ(d.timeouts.load(), period);
+    EXPECT_NE(rt.next_timer_ns(), UINT64_MAX) << "the timer was not rearmed for the new period";
   }
   EXPECT_EQ(t.ended.load(), 0);
   d.timeout_completes = true;
-  step_ms(50);
-  d.q().run_timeout_work();
-  ASSERT_TRUE(t.wait_for(1, 5000));
+  rt.advance(50 * kMs);
+  EXPECT_EQ(t.ended.load(), 1);
   EXPECT_EQ(s[0]->status, BlkStatus::timeout);
+}
+
+// A timeout of a second or more fires at the deadline rounded up to a
+// whole second (round_jiffies_up), no later than 5 s from when it was set
+// (BLK_MAX_TIMEOUT): the timer's expiry, read off the manual runtime.
+TEST(Timeout, LongTimeoutsFireOnTheNextWholeSecond) {
+  ManualRuntime rt(1000 * kMs * 1000 + 300 * kMs);  // 1000.3 s
+  StubDriver d(never_completing_on(rt));
+  ASSERT_TRUE(d.q().set_attr("queue/io_timeout", "1500"));
+  BioTracker t;
+  Slots s;
+  submit_n(d, t, s, 1, ReqOp::read);
+  EXPECT_EQ(rt.next_timer_ns(), 1002 * 1000 * kMs) << "deadline 1001.8 s, rounded up to 1002 s";
+  rt.advance(1500 * kMs - 1);
+  EXPECT_EQ(d.timeouts.load(), 0);
+  rt.advance(1000 * kMs);
+  EXPECT_EQ(d.timeouts.load(), 1);
+  EXPECT_EQ(t.ended.load(), 1);
 }
 
 // update_nr_hw_queues stops the timeout timer while it replaces the hctxs;
 // a request started afterwards must still time out, even when the timer
 // was armed, before the update, for about the same moment.
 TEST(Timeout, StillFiresAfterUpdateNrHwQueues) {
-  StubDriver::Options o;
-  o.mode = CompleteMode::never;
+  ManualRuntime rt;
+  StubDriver::Options o = never_completing_on(rt);
   o.nr_queues = 2;
   StubDriver d(o);
   ASSERT_TRUE(d.q().set_attr("queue/io_timeout", "1500"));
@@ -133,12 +151,14 @@ TEST(Timeout, StillFiresAfterUpdateNrHwQueues) {
   Slots s;
   submit_n(d, t, s, 1, ReqOp::read);  // arms the timer for ~1.5 s
   for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
-  ASSERT_TRUE(t.wait_for(1));
+  rt.run_pending();
+  ASSERT_EQ(t.ended.load(), 1);
   ASSERT_TRUE(d.set().update_nr_hw_queues(1, 0));
   submit_n(d, t, s, 1, ReqOp::read);  // never completed by the driver
-  const bool timed_out = t.wait_for(2, 6000);
+  rt.advance(6000 * kMs);
   for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);  // so teardown drains either way
-  ASSERT_TRUE(timed_out) << "the request never timed out";
+  rt.run_pending();
+  ASSERT_EQ(t.ended.load(), 2) << "the request never timed out";
   EXPECT_EQ(s.back()->status, BlkStatus::timeout);
   EXPECT_EQ(d.timeouts.load(), 1);
 }
@@ -158,22 +178,34 @@ TEST(Budget, LimitsRequestsInTheDriver) {
   EXPECT_EQ(d.budget_used.load(), 0);
 }
 
+// On a manual runtime nothing but the test runs the queue, so "nothing
+// reached the driver" is a fact, not a guess after a sleep.
 TEST(Quiesce, NoDispatchUntilUnquiesce) {
-  StubDriver d(StubDriver::Options{});
+  ManualRuntime rt;
+  StubDriver::Options o;
+  o.runtime = &rt;
+  StubDriver d(o);
   d.q().quiesce();
   BioTracker t;
   Slots s;
   submit_n(d, t, s, 4);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  rt.run_pending();
   EXPECT_EQ(d.nr_seen(), 0u);
-  d.q().unquiesce();
-  ASSERT_TRUE(t.wait_for(4));
+  d.q().unquiesce();  // runs the hw queues through kblockd
+  EXPECT_EQ(d.nr_seen(), 0u) << "unquiesce ran the queue itself, not through kblockd";
+  EXPECT_GE(rt.run_pending(), 1u);
+  EXPECT_EQ(t.ended.load(), 4);
 }
 
+// freeze() returns only when every request is freed; a nowait submitter
+// fails while frozen and a normal one sleeps until unfreeze. The freezer
+// and the sleeper are real threads; what they wait for is observed
+// (usage held, a sleeper counted), never assumed after a sleep.
 TEST(Freeze, WaitsForInflightAndBlocksNewSubmitters) {
   StubDriver::Options o;
   o.mode = CompleteMode::never;
   StubDriver d(o);
+  auto* qi = static_cast<QueueImpl*>(&d.q());
   BioTracker t;
   Slots s;
   submit_n(d, t, s, 2);
@@ -182,23 +214,25 @@ TEST(Freeze, WaitsForInflightAndBlocksNewSubmitters) {
     d.q().freeze();
     frozen = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_TRUE(eventually([&] { return qi->freeze_depth_.load() == 1; }));
+  // The driver holds both requests, so their references keep the freeze
+  // from completing: frozen cannot be true yet, whatever the timing.
+  EXPECT_EQ(qi->usage_sum(), 2);
   EXPECT_FALSE(frozen.load());
   for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
   f.join();
   EXPECT_TRUE(frozen.load());
-  // A nowait submitter fails while frozen; a normal one waits.
   auto nw = t.make(ReqOp::read, 0, 4096, kBioNowait);
   d.q().submit_bio(&nw->bio);
   EXPECT_EQ(nw->status, BlkStatus::again);
   std::thread sub([&] { submit_n(d, t, s, 1, ReqOp::read, 1 << 20); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_TRUE(eventually([&] { return qi->enter_waiters_.load() == 1; })) << "the submitter never slept";
   EXPECT_EQ(d.nr_seen(), 2u);
   d.q().unfreeze();
   sub.join();
-  for (int i = 0; i < 100 && d.nr_seen() < 3; i++) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(d.nr_seen(), 3u) << "the woken submitter's bio did not reach the driver";
   for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
-  ASSERT_TRUE(t.wait_for(4));
+  EXPECT_EQ(t.ended.load(), 4);
 }
 
 TEST(Teardown, DrainsInflightIo) {

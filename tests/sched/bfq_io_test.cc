@@ -157,7 +157,6 @@ TEST(BfqQueues, FreedWhenTheContextGoesQuiet) {
   for (int i = 0; i < 10 && sim.ended() < 3; i++) {
     if (!sim.serve_one(100).first) {
       sim.advance_ms(30);
-      bfq_run_idle_timer(&sim.q());
     }
   }
   ASSERT_EQ(sim.ended(), 3);

@@ -98,7 +98,6 @@ TEST(BfqResume, QueueTooIdleResumesWhatItsSlotHadLeft) {
   sim.advance_ms(1);
   for (Request* rq : held) sim.complete(rq);
   sim.advance_ms(9);  // the idle timer (8 ms) expires it: too idle
-  bfq_run_idle_timer(&sim.q());
   const BfqQueueInfo gone = bfq_queue_info(&sim.q(), a.get());
   ASSERT_FALSE(gone.busy);
   ASSERT_LT(gone.max_budget, slot_budget - 4 * kSectors) << "too idle with nothing in flight: a smaller budget";
@@ -123,7 +122,6 @@ TEST(BfqResume, QueueExpiredForItsBudgetTimeoutStartsFresh) {
   sim.advance_ms(130);  // past the budget timeout (125 ms)
   for (Request* rq : held) sim.complete(rq);
   sim.advance_ms(9);  // the idle timer (8 ms) expires it, timed out
-  bfq_run_idle_timer(&sim.q());
   ASSERT_FALSE(bfq_queue_info(&sim.q(), a.get()).busy);
   auto b = make_ioc(100, ioprio_value(IoprioClass::be, 0));
   sim.submit(b.get(), kBOffset, kSectors);

@@ -1,4 +1,4 @@
-// bfq's scheduling decisions, step by step at fake times (bfq_test_util.h):
+// bfq's scheduling decisions, step by step at manual times (bfq_test_util.h):
 // weights, classes, idling, weight raising, budgets, FIFO expiry and
 // injection. Every test asserts numbers that a broken scheduler misses.
 #include <algorithm>
@@ -108,7 +108,7 @@ SequentialShare sequential_share(uint64_t slice_idle_ms, bool rotational) {
   uint64_t sa = 0, sb = 0, a_due = 0;
   bool a_pending = true;
   for (int i = 0; i < 3000; i++) {
-    if (!a_pending && bfq_fake_now() >= a_due) {
+    if (!a_pending && sim.now_ns() >= a_due) {
       a_next += 64;
       sim.submit(a.get(), a_next % 60000, 64);
       a_pending = true;
@@ -116,13 +116,12 @@ SequentialShare sequential_share(uint64_t slice_idle_ms, bool rotational) {
     auto [ctx, sectors] = sim.serve_one(100);
     if (!ctx) {  // idling for a: time passes, a may issue, the timer may fire
       sim.advance_us(500);
-      bfq_run_idle_timer(&sim.q());
       continue;
     }
     if (ctx == a.get()) {
       sa += sectors;
       a_pending = false;
-      a_due = bfq_fake_now() + 1 * kBfqMs;
+      a_due = sim.now_ns() + 1 * kBfqMs;
     } else {
       sb += sectors;
       b_one();
@@ -256,7 +255,6 @@ TEST(BfqSched, SteadyLowRateReaderIsSoftRealTime) {
     // The only busy queue is idled for; the idle slice (8 ms) ends it
     // (too_idle), and its next request, 50 ms after, is a new activation.
     sim.advance_ms(9);
-    bfq_run_idle_timer(&sim.q());
     sim.advance_ms(41);
   }
   EXPECT_EQ(max_coeff_after_interactive, 3000u);
@@ -341,7 +339,6 @@ TEST(BfqSched, RealTimeBeforeBestEffort) {
   // its limit was never probed), and best effort goes when the slice ends.
   EXPECT_EQ(sim.serve_one(100).first, nullptr);
   sim.advance_ms(9);
-  bfq_run_idle_timer(&sim.q());
   auto [ctx, sectors] = sim.serve_one(100);
   EXPECT_EQ(ctx, be.get());
 }
@@ -377,7 +374,6 @@ TEST(BfqSched, IdleClassOnlyWhenOthersAreIdle) {
     auto [ctx, sectors] = sim.serve_one(100);
     if (!ctx) {
       sim.advance_ms(9);
-      bfq_run_idle_timer(&sim.q());
     } else if (ctx == idle.get()) {
       got++;
       sid.one(sim);
@@ -437,6 +433,7 @@ TEST(BfqSched, BackSeekPenaltyChoosesTheNextRequest) {
 TEST(BfqSched, InjectionWhileIdling) {
   BfqSim sim;
   sim.set("low_latency", "0");
+  sim.set("slice_idle", "20");  // still idling 11 ms on, when a's request comes
   auto a = make_ioc(200), b = make_ioc(100);
   sim.submit(a.get(), 0, 8);
   for (int i = 0; i < 4; i++) sim.submit(b.get(), 65536 + 64 * i, 8);
@@ -478,6 +475,7 @@ TEST(BfqSched, InjectionWhileIdling) {
 TEST(BfqSched, InjectedQueueKeepsItsWeightCounted) {
   BfqSim sim;
   sim.set("low_latency", "0");
+  sim.set("slice_idle", "20");  // still idling 11 ms on, when a's request comes
   auto a = make_ioc(200), b = make_ioc(100);
   sim.submit(a.get(), 0, 8);
   sim.submit(b.get(), 65536, 8);
@@ -562,8 +560,7 @@ TEST(BfqSched, ShortSlotOfASeekyQueueIsChargedAtLeastMinTt) {
   for (int i = 0; i < 32; i++) ASSERT_EQ(sim.serve_one(10).first, a.get()) << i;
   // The only busy queue is idled for; the idle slice expires it, its slot
   // ending where idling began: 320 us of service, 256 sectors.
-  sim.advance_ms(9);
-  ASSERT_TRUE(bfq_run_idle_timer(&sim.q()));
+  EXPECT_GE(sim.advance_ms(9), 1u) << "the idle timer did not fire";
   EXPECT_EQ(bfq_stats(&sim.q()).expired[static_cast<unsigned>(BfqExpire::too_idle)], 1u);
   EXPECT_EQ(bfq_queue_info(&sim.q(), a.get()).last_charge, 16384u * 2 / 125);
 }
@@ -602,7 +599,6 @@ TEST_P(BfqSchedTest, EveryRequestDispatchedOnceWithMerges) {
     auto [ctx, s] = sim.serve_one(100);
     if (!ctx) {
       sim.advance_ms(30);
-      bfq_run_idle_timer(&sim.q());
       continue;
     }
     sectors += s;

@@ -82,7 +82,6 @@ TEST_P(DeadlineTest, HigherPriorityLevelBlocksLowerWhileBusy) {
   submit(ReqOp::read, 500, 8, rt());  // RT
   start();
   ASSERT_TRUE(wait_seen(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(sectors(), (Sectors{500}));  // BE waits while RT is in flight
   complete_held();
   ASSERT_TRUE(wait_seen(2));
@@ -96,7 +95,6 @@ TEST_P(DeadlineTest, IdleIsBlockedByBestEffortBeforeAging) {
   for (uint64_t s : {100, 200, 300}) submit(ReqOp::read, s);
   start();
   ASSERT_TRUE(wait_seen(3));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(sectors(), (Sectors{100, 200, 300}));
   complete_held();
   ASSERT_TRUE(wait_seen(4));

@@ -1,10 +1,12 @@
 // Shared fixture for the bfq tests: a stub driver that holds what it gets,
-// a fake clock, and a queue whose dispatch decisions the test makes itself.
-// bfq is put on hold (has_work says no), so the core never pulls from it;
-// the test calls the dispatch hook at a chosen fake time, hands the request
-// to the driver through the hctx dispatch list, and completes it at another
-// fake time. Every decision is therefore made in the test thread, at a
-// known time, and the results are exact.
+// on a ManualRuntime (the clock, the timers, kblockd and the softirq are
+// the test's to step), and a queue whose dispatch decisions the test makes
+// itself. bfq is put on hold (has_work says no), so the core never pulls
+// from it; the test calls the dispatch hook at a chosen time, hands the
+// request to the driver through the hctx dispatch list, and completes it
+// at another time. bfq's idle timer fires when advance passes its expiry.
+// Every decision is therefore made in the test thread, at a known time,
+// and the results are exact.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -25,8 +27,6 @@
 
 namespace blkmq::test {
 
-inline std::atomic<uint64_t> g_bfq_now{0};
-inline uint64_t bfq_fake_now() { return g_bfq_now.load(std::memory_order_relaxed); }
 constexpr uint64_t kBfqMs = 1000 * 1000;
 constexpr uint64_t kBfqUs = 1000;
 
@@ -60,10 +60,9 @@ inline std::shared_ptr<IoContext> make_ioc(uint16_t weight = 100, uint16_t iopri
 class BfqSim {
  public:
   explicit BfqSim(BfqInsert mode = BfqInsert::locked, unsigned depth = 256, bool rotational = false) {
-    g_bfq_now.store(1000ull * 1000 * kBfqMs);
     StubDriver::Options o;
     o.scheduler = "bfq";
-    o.clock = &bfq_fake_now;  // the queue's clock: the core's and bfq's time
+    o.runtime = &rt_;  // the queue's clock and contexts: the core's and bfq's
     o.mode = CompleteMode::never;
     o.depth = depth;
     o.max_sectors = 1024;
@@ -88,8 +87,12 @@ class BfqSim {
     ASSERT_TRUE(st) << name << "=" << value << ": " << st.message();
   }
 
-  void advance_us(uint64_t us) { g_bfq_now.fetch_add(us * kBfqUs); }
-  void advance_ms(uint64_t ms) { g_bfq_now.fetch_add(ms * kBfqMs); }
+  // Moves time; bfq's idle timer fires on the way if it falls due, and
+  // what it queues runs. Returns the timers fired.
+  size_t advance_us(uint64_t us) { return rt_.advance(us * kBfqUs); }
+  size_t advance_ms(uint64_t ms) { return rt_.advance(ms * kBfqMs); }
+  uint64_t now_ns() const { return rt_.now_ns(); }
+  ManualRuntime& rt() { return rt_; }
 
   // Submits one bio of `sectors` for ctx; it ends up queued in bfq.
   void submit(IoContext* ctx, uint64_t sector, uint32_t sectors = 8, ReqOp op = ReqOp::read, uint32_t flags = 0) {
@@ -121,18 +124,15 @@ class BfqSim {
     if (!rq) return nullptr;
     request_bypass_insert(rq, 0);
     run_hw_queue(static_cast<HwCtxImpl*>(h), false);
-    for (int i = 0; i < 20000; i++) {
-      for (Request* r : d_->take_held()) held_.push_back(r);
-      for (Request* r : held_)
-        if (r == rq) return rq;
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-      run_hw_queue(static_cast<HwCtxImpl*>(h), false);
-    }
+    rt_.run_pending();
+    for (Request* r : d_->take_held()) held_.push_back(r);
+    for (Request* r : held_)
+      if (r == rq) return rq;
     ADD_FAILURE() << "the driver never got the dispatched request";
     return nullptr;
   }
 
-  // Completes a request the driver holds (at the current fake time).
+  // Completes a request the driver holds (at the current time).
   void complete(Request* rq) {
     for (auto it = held_.begin(); it != held_.end(); ++it)
       if (*it == rq) {
@@ -144,6 +144,7 @@ class BfqSim {
       done_.clear();  // ended before this call: the core is done with them
     }
     complete_request(rq, BlkStatus::ok);
+    rt_.run_pending();
   }
 
   // Dispatch, service for `service_us`, complete: returns the request's
@@ -161,25 +162,24 @@ class BfqSim {
   int ended() const { return ended_.load(); }
   int submitted() const { return submitted_; }
 
-  // Lets everything through so the queue can be torn down (bounded).
+  // Lets everything through so the queue can be torn down: rounds of
+  // completing what the driver holds and running what that queued, until
+  // every bio ended or a round makes no progress.
   void drain() {
     if (!d_) return;
     EXPECT_TRUE(q().set_attr("queue/iosched/slice_idle", "0"));
-    advance_ms(1000);
-    bfq_run_idle_timer(&q());
+    advance_ms(1000);  // an armed idle timer fires
     // complete() erases from held_: walk a copy, or every other one is skipped.
     const std::vector<Request*> held = std::move(held_);
     held_.clear();
     for (Request* rq : held) complete(rq);
     bfq_set_hold(&q(), false);
     run_hw_queues(&q(), false);
-    for (int i = 0; i < 20000 && ended_.load() < submitted_; i++) {
-      auto held = d_->take_held();
-      for (Request* rq : held) complete(rq);
-      if (held.empty()) {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-        run_hw_queues(&q(), true);
-      }
+    for (size_t progress = 1; progress && ended_.load() < submitted_;) {
+      auto more = d_->take_held();
+      for (Request* rq : more) complete(rq);
+      run_hw_queues(&q(), false);
+      progress = more.size() + rt_.run_pending();
     }
     EXPECT_EQ(ended_.load(), submitted_);
     EXPECT_EQ(doubles_.load(), 0);
@@ -203,6 +203,7 @@ class BfqSim {
     sim->ended_++;
   }
 
+  ManualRuntime rt_;  // before d_: the tag set on it dies first
   std::unique_ptr<StubDriver> d_;
   std::vector<uint8_t> buf_;
   std::mutex mu_;

@@ -1,6 +1,8 @@
 // Shared fixture for the mq-deadline tests: a stub driver that holds what it
-// gets (CompleteMode::never), a fake clock the test steps, and the three
-// ways requests reach the scheduler (locked, split, split always parking).
+// gets (CompleteMode::never) on a ManualRuntime, so the clock, the queue
+// runs and the completions are the test's to step, and the three ways
+// requests reach the scheduler (locked, split, split always parking).
+// Everything runs on the test's thread: no sleeps, no races.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -27,15 +29,10 @@ inline std::string mode_name(const ::testing::TestParamInfo<InsertMode>& i) {
   }
 }
 
-inline std::atomic<uint64_t> g_fake_now{0};
-inline uint64_t fake_now() { return g_fake_now.load(std::memory_order_relaxed); }
 constexpr uint64_t kMsNs = 1000 * 1000;
 
 class DeadlineTest : public ::testing::TestWithParam<InsertMode> {
  protected:
-  void SetUp() override {
-    g_fake_now.store(1000 * 1000 * kMsNs);  // far from zero: aging subtracts
-  }
   void TearDown() override {
     if (d_) drain();
     d_.reset();
@@ -43,11 +40,11 @@ class DeadlineTest : public ::testing::TestWithParam<InsertMode> {
 
   // A stopped queue on mq-deadline; with one_at_a_time only one request is
   // with the driver at a time (a budget of one), so each dispatch decision
-  // can be made at a chosen fake time.
+  // can be made at a chosen time.
   StubDriver& make(bool one_at_a_time = false, unsigned depth = 64) {
     StubDriver::Options o;
     o.scheduler = "mq-deadline";
-    o.clock = &fake_now;  // the queue's clock: the core's and mq-deadline's time
+    o.runtime = &rt_;  // the queue's clock, runs and completions: the test's
     o.mode = CompleteMode::never;
     o.depth = depth;
     o.budgets = one_at_a_time;
@@ -71,33 +68,33 @@ class DeadlineTest : public ::testing::TestWithParam<InsertMode> {
     d_->q().submit_bio(&slots_.back()->bio);
   }
 
-  void advance_ms(uint64_t ms) { g_fake_now.fetch_add(ms * kMsNs); }
-  void start() { start_stopped_hw_queues(&d_->q(), false); }
+  // Moves the queue's clock; timers due on the way fire, queued runs run.
+  void advance_ms(uint64_t ms) { rt_.advance(ms * kMsNs); }
+  uint64_t now_ns() const { return rt_.now_ns(); }
+  void start() {
+    start_stopped_hw_queues(&d_->q(), false);
+    rt_.run_pending();
+  }
 
-  // With a budget of one, a completion's queue rerun can race with a run
-  // that just failed to get the budget, and the core does not rerun after a
-  // budget failure (the stub driver, like SCSI, owns that restart): nudge
-  // the queue every 10 ms, as the kernel's delayed budget rerun would.
+  // Whether n requests have reached the driver once everything queued has
+  // run (a completion's rerun goes through kblockd). A dispatch that
+  // mq-deadline declined with a budget in hand (a lower priority level
+  // while a higher one is in flight) is retried by the core's delayed run,
+  // BLK_MQ_BUDGET_DELAY (3 ms) later, as in the kernel: the clock moves up
+  // to that far, a millisecond at a time, only when nothing else went.
   bool wait_seen(size_t n) {
-    for (int i = 0; i < 50000 && d_->nr_seen() < n; i++) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-      if (i % 100 == 99) run_hw_queues(&d_->q(), true);
-    }
+    rt_.run_pending();
+    for (int ms = 0; ms < 3 && d_->nr_seen() < n; ms++) rt_.advance(kMsNs);
     return d_->nr_seen() >= n;
   }
 
-  // Completes every request the driver has seen so far, so the next can go.
-  // The stub records a request (seen) a moment before it holds it: wait
-  // for the held ones to catch up (bounded).
+  // Completes every request the driver holds, so the next can go.
   void complete_held() {
-    std::vector<Request*> held;
-    const size_t want = d_->nr_seen() - completed_;
-    for (int k = 0; k < 50000 && held.size() < want; k++) {
-      for (Request* rq : d_->take_held()) held.push_back(rq);
-      if (held.size() < want) std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
+    std::vector<Request*> held = d_->take_held();
+    EXPECT_EQ(held.size(), d_->nr_seen() - completed_) << "a request the driver saw is not held";
     completed_ += held.size();
     for (Request* rq : held) complete_request(rq, BlkStatus::ok);
+    rt_.run_pending();
   }
 
   // Lets one request through at a time; returns the sectors in issue order.
@@ -123,17 +120,21 @@ class DeadlineTest : public ::testing::TestWithParam<InsertMode> {
     return v;
   }
 
-  // Ends everything so the queue can be torn down (bounded).
+  // Ends everything so the queue can be torn down: each round completes
+  // what the driver holds and runs what that queued, until every bio has
+  // ended or a round makes no progress.
   void drain() {
     start();
-    for (int i = 0; i < 20000 && t_.ended.load() < submitted_; i++) {
-      for (Request* rq : d_->take_held()) complete_request(rq, BlkStatus::ok);
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    for (size_t progress = 1; progress && t_.ended.load() < submitted_;) {
+      std::vector<Request*> held = d_->take_held();
+      for (Request* rq : held) complete_request(rq, BlkStatus::ok);
+      progress = held.size() + rt_.run_pending();
     }
     EXPECT_EQ(t_.ended.load(), submitted_);
     EXPECT_EQ(t_.doubles.load(), 0);
   }
 
+  ManualRuntime rt_;  // before d_: the tag set on it dies first
   std::unique_ptr<StubDriver> d_;
   BioTracker t_;
   std::vector<std::unique_ptr<BioTracker::Slot>> slots_;

@@ -55,7 +55,9 @@ class StubDriver {
     // > 0: queue_rq sleeps this long (a driver of a kTagSetBlocking set may)
     // and records the thread it ran on, see queue_rq_threads().
     unsigned queue_rq_sleep_us = 0;
-    QueueClockFn clock = nullptr;  // the queue's clock (QueueConfig::clock)
+    // The tag set's runtime (TagSetConfig::runtime): a ManualRuntime makes
+    // queue runs, completions, timers and the clock the test's to step.
+    Runtime* runtime = nullptr;
     CompleteMode mode = CompleteMode::inline_end;
     std::string scheduler = "none";  // core tests run without a scheduler unless they ask
     bool budgets = false;
@@ -80,6 +82,7 @@ class StubDriver {
     c.nr_queues[2] = opt_.nr_poll;
     c.queue_depth = opt_.depth;
     c.flags = opt_.flags;
+    c.runtime = opt_.runtime;
     auto s = TagSet::create(c);
     if (!s) throw std::runtime_error(s.status().message());
     set_ = std::move(s.value());
@@ -101,7 +104,6 @@ class StubDriver {
     qc.limits.max_write_zeroes_sectors = opt_.max_write_zeroes_sectors;
     qc.queuedata = this;
     qc.scheduler = opt_.scheduler;
-    qc.clock = opt_.clock;
     auto q = Queue::create(*set_, qc);
     if (!q) throw std::runtime_error(q.status().message());
     return std::move(q.value());
@@ -339,6 +341,18 @@ class StubDriver {
   std::thread irq_;
   bool stop_ = false;
 };
+
+// Bounded wait for another real thread to reach a state: true once p()
+// holds, false after timeout_ms (a watchdog, not a timing assumption).
+template <typename Pred>
+bool eventually(Pred p, int timeout_ms = 10000) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!p()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 // Bios end before their request is freed: wait until no request of q is
 // allocated (watchdog: false after timeout_ms).

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "blkmq/driver/driver.h"
+#include "blkmq/runtime.h"
 #include "blkmq/status.h"
 
 namespace blkmq {
@@ -40,6 +41,11 @@ struct TagSetConfig {
   unsigned cmd_size = 0;           // driver payload bytes after each Request
   unsigned timeout_ms = 0;         // request timeout; 0 = 30 s
   uint32_t flags = 0;              // TagSetFlag bits
+  // The runtime whose kblockd, softirq workers, timers and clock serve
+  // every queue on this set (blkmq/runtime.h); it must outlive the set.
+  // nullptr: Runtime::process_default(), real threads and time. A
+  // ManualRuntime makes the core's logic steppable by a test.
+  Runtime* runtime = nullptr;
 };
 
 // Thread-safe for the calls below; create/destroy from task context.

@@ -20,14 +20,9 @@ namespace blkmq {
 void register_bfq();
 
 // Every bfq decision (FIFO expiry, budget timeouts, idle timer, think
-// time, weight raising) reads its queue's clock (Queue::now_ns). With a
-// fake clock (QueueConfig::clock) the real idle timer still fires but acts
-// only once the fake time has reached the idle deadline; tests call
-// bfq_run_idle_timer() after stepping time.
-//
-// Runs the idle-timer handler now if the idle timer is armed and its
-// deadline has passed by the queue's clock. Returns true if it acted.
-bool bfq_run_idle_timer(Queue* q);
+// time, weight raising) reads its queue's clock (Queue::now_ns), and the
+// idle timer waits on its queue's runtime: on a ManualRuntime a test steps
+// both with advance() and the timer fires exactly at its deadline.
 
 // Why an in-service queue stopped being served (bfqq_expiration).
 enum class BfqExpire : uint8_t { too_idle, budget_timeout, budget_exhausted, no_more_requests, preempted, nr };

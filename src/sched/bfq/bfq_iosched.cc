@@ -477,7 +477,7 @@ void idle_timer_fn(BfqData* bfqd);
 
 Status bfq_init_sched(Queue* q, ElevatorQueue* eq) {
   auto* bfqd = new BfqData(q, eq);
-  bfqd->idle_timer.init(nullptr, [bfqd] { idle_timer_fn(bfqd); });
+  bfqd->idle_timer.init(&q->runtime().timers(), [bfqd] { idle_timer_fn(bfqd); });
   eq->elevator_data = bfqd;
   set_queue_async_depth(q, queue_nr_requests(q) * 3 / 4);
   bfq_depth_updated(q);
@@ -491,20 +491,18 @@ void bfq_exit_sched(ElevatorQueue* eq) {
   eq->elevator_data = nullptr;
 }
 
-// The idle timer's work (bfq_idle_slice_timer_body). Returns true if it
-// acted.
-bool idle_timer_work(BfqData* bfqd) {
+// The idle timer's work (bfq_idle_slice_timer_body).
+void idle_timer_fn(BfqData* bfqd) {
   bfqd->lock.lock();
   const uint64_t now = now_ns(bfqd);
   if (!bfqd->idle_deadline || now < bfqd->idle_deadline) {
     // The timer thread may run us a little before our clock reaches the
     // deadline: wait for the rest, or the queue would stay plugged until
-    // some completion happened to look at it. (A test's fake clock steps
-    // the timer itself.)
-    if (bfqd->idle_deadline && bfqd->q->clock_is_real())
-      bfqd->idle_timer.arm_after(bfqd->idle_deadline - now);
+    // some completion happened to look at it. (The timer and the queue
+    // read one clock, the runtime's, so this is rare and never loops.)
+    if (bfqd->idle_deadline) bfqd->idle_timer.arm_after(bfqd->idle_deadline - now);
     bfqd->lock.unlock();
-    return false;
+    return;
   }
   bfqd->idle_deadline = 0;
   BfqQueue* q = bfqd->in_service;
@@ -515,10 +513,7 @@ bool idle_timer_work(BfqData* bfqd) {
   }
   bfqd->lock.unlock();
   run_hw_queues(bfqd->q, true);
-  return true;
 }
-
-void idle_timer_fn(BfqData* bfqd) { idle_timer_work(bfqd); }
 
 ElevatorType make_type() {
   ElevatorType t;
@@ -578,11 +573,6 @@ void register_bfq() {
   static const ElevatorType type = bfq::make_type();
   static const bool registered = register_elevator(&type).ok();
   (void)registered;
-}
-
-bool bfq_run_idle_timer(Queue* q) {
-  bfq::BfqData* bfqd = bfq::instance(q);
-  return bfqd && bfq::idle_timer_work(bfqd);
 }
 
 BfqQueueInfo bfq_queue_info(Queue* q, const IoContext* ioc, bool sync) {

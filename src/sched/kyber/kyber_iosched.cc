@@ -24,7 +24,7 @@ Status init_sched(Queue* q, ElevatorQueue* eq) {
     kqd->tokens[d] = std::make_unique<base::SbitmapQueue>(kDomainDepth[d], false);
   for (unsigned d = 0; d < kOther; d++) kqd->targets[d].store(kDefaultTarget[d], std::memory_order_relaxed);
   KyberData* raw = kqd.get();
-  kqd->timer.init(nullptr, [raw] { timer_fired(raw); });
+  kqd->timer.init(&q->runtime().timers(), [raw] { timer_fired(raw); });
   // I/O latency needs the issue time of every request (blk-stat).
   queue_enable_stats(q);
   set_queue_async_depth(q, queue_nr_requests(q) * kAsyncPercent / 100);
