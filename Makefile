@@ -6,7 +6,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 PKGS := build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev \
         libbenchmark-dev liburing-dev libcli11-dev nlohmann-json3-dev fio valgrind gnuplot-nox libnbd-bin \
-        python3-libnbd nbdkit qemu-utils libgnutls28-dev gnutls-bin clang blktrace sysstat \
+        python3-libnbd nbdkit qemu-utils libgnutls28-dev gnutls-bin clang blktrace sysstat man-db \
         librbd-dev librados-dev
 # The Ceph daemons and tools that test-rbd's throw-away cluster runs (tests/support/ceph_cluster.sh).
 CEPH_PKGS := ceph-mon ceph-osd ceph-mgr ceph-common
