@@ -2,17 +2,24 @@
 # make test  set-up, build, and every test: release, the rbd driver on a throw-away Ceph cluster,
 #            ASan+UBSan, TSan, and a bounded NBD fuzz run
 # make fuzz  the NBD fuzzers (the codec; a real connection on a null device), FUZZ_SECONDS each
+# make install [PREFIX=/usr/local]  the library (headers, libblkmq.a and .so, CMake package,
+#            blkmq.pc), the blkmq command and blkmq(1), from the release tree
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
+# man-db: test-install renders blkmq(1). libunistring-dev: `pkg-config
+# --static --libs blkmq` names GnuTLS's own private libraries, and
+# test-install links the README example with libblkmq.a that way.
 PKGS := build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev \
         libbenchmark-dev liburing-dev libcli11-dev nlohmann-json3-dev fio valgrind gnuplot-nox libnbd-bin \
-        python3-libnbd nbdkit qemu-utils libgnutls28-dev gnutls-bin clang blktrace sysstat \
-        librbd-dev librados-dev
+        python3-libnbd nbdkit qemu-utils libgnutls28-dev gnutls-bin clang blktrace sysstat man-db \
+        libunistring-dev librbd-dev librados-dev
 # The Ceph daemons and tools that test-rbd's throw-away cluster runs (tests/support/ceph_cluster.sh).
 CEPH_PKGS := ceph-mon ceph-osd ceph-mgr ceph-common
 BLKMQ := build/release/tools/blkmq
 
-.PHONY: deps ceph-deps build run test test-release test-rbd test-asan test-tsan test-fuzz fuzz clean
+.PHONY: deps ceph-deps build run install test test-release test-install test-rbd test-asan test-tsan test-fuzz \
+        fuzz clean
+PREFIX ?= /usr/local
 
 # install-missing PACKAGES...: apt-get installs those not installed yet.
 define install-missing
@@ -42,6 +49,19 @@ run: build
 
 test-release: build
 	ctest --test-dir build/release --output-on-failure -j $(JOBS) -LE rbd
+
+# GNUInstallDirs' layout under PREFIX (lib/ for a prefix other than /usr).
+# ldconfig: the dynamic linker finds a new libblkmq.so in /usr/local/lib
+# only once its cache knows it (root only; a no-op for other prefixes).
+install: build
+	cmake --install build/release --prefix $(PREFIX)
+	@if [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+# The installed library as an application sees it: installed into a
+# temporary prefix, the examples built against it with CMake and the README
+# example with pkg-config (examples/build_installed.sh; about 20 s).
+test-install: build
+	examples/build_installed.sh
 
 # The rbd driver's tests start their own single-node cluster (memstore, loopback) and stop it.
 test-rbd: build ceph-deps
@@ -92,7 +112,7 @@ fuzz: deps build/fuzz/nbd_fuzz build/fuzz-conn/build.ninja
 
 test-fuzz: fuzz
 
-test: test-release test-rbd test-asan test-tsan test-fuzz
+test: test-release test-install test-rbd test-asan test-tsan test-fuzz
 
 clean:
 	rm -rf build

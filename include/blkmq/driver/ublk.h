@@ -114,17 +114,17 @@ class UblkTarget {
   // Optional. Called once on queue q's server thread before its first
   // request (per-queue setup: rings, buffers). A non-ok status fails
   // create_ublk_device() with that message.
-  virtual Status init_queue(unsigned q) { return Status::OK(); }
+  virtual Status init_queue([[maybe_unused]] unsigned q) { return Status::OK(); }
   // Optional. Called once on queue q's server thread after the queue was
   // torn down (every request of the device has completed).
-  virtual void exit_queue(unsigned q) {}
+  virtual void exit_queue([[maybe_unused]] unsigned q) {}
 
   // Optional. Called in the context where the core routed the completion
   // (the completing thread, or ksoftirqd/N with queue/task_completion=
   // softirq), just before the request's bios end; `io` is still valid.
   // For tracing and tests; must not block. Only called when
   // UblkOptions::completion_hook is set (it costs a virtual call per I/O).
-  virtual void completed(UblkIo& io) {}
+  virtual void completed([[maybe_unused]] UblkIo& io) {}
 };
 
 // Device options, with ublk's defaults where it has them.
