@@ -18,6 +18,7 @@
 #include "drivers/null/null.h"
 #include "drivers/null/null_params.h"
 #include "support/device_test_util.h"
+#include "support/wait.h"
 
 namespace blkmq {
 namespace {
@@ -385,7 +386,8 @@ TEST(NullDevice, TeardownWhileThrottledDrains) {
     slots[i].prep(ReqOp::write, uint64_t(i) << 16, 64 << 10, &w);
     dev->queue().submit_bio(&slots[i].bio);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The cap holds requests back (refused dev_resource) when the teardown starts.
+  EXPECT_TRUE(test::eventually([&] { return dev->queue().hctx_stats(0).busy > 0; }));
   auto t0 = Clock::now();
   dev.reset();
   EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(1500));
