@@ -24,8 +24,7 @@ struct UblkParams {
 
 using drvparam::ParamValue;
 
-constexpr drvparam::SizeSyntax kSizeSyntax{"kmgt", false,
-                                           "a byte count with an optional k/m/g/t suffix"};
+constexpr base::SizeRule kSizeRule = drvparam::byte_capacity(/*zero_ok=*/true);
 
 // The queue count and the block size are checked further by
 // validate_options() (against the CPU count; a power of two).
@@ -41,8 +40,8 @@ const drvparam::ParamDef<UblkParams> kParams[] = {
      [](UblkParams& p, const ParamValue& v) { return v.to_int(1u, 4096u, &p.opts.nr_hw_queues); }},
     {"queue_depth", "128", "driver tags per hw queue (1..4096)",
      [](UblkParams& p, const ParamValue& v) { return v.to_int(1u, 4096u, &p.opts.queue_depth); }},
-    {"size", "0", "capacity in bytes, k/m/g/t suffixes; 0 = the file's size (loop) or 250 GiB (null)",
-     [](UblkParams& p, const ParamValue& v) { return v.to_size(kSizeSyntax, &p.size); }},
+    {"size", "0", "capacity; 0 = the file's size (loop) or 250 GiB (null)",
+     [](UblkParams& p, const ParamValue& v) { return v.to_size(kSizeRule, &p.size); }, &kSizeRule},
     {"bs", "512", "logical block size: a power of two in 512..4096",
      [](UblkParams& p, const ParamValue& v) {
        return v.to_int(512u, 4096u, &p.opts.logical_block_size);
@@ -55,19 +54,9 @@ const drvparam::ParamDef<UblkParams> kParams[] = {
     {"direct", "0",
      "1: target=loop opens its file with O_DIRECT (bypasses the page cache, as ublksrv's loop does by default; "
      "buffers and offsets must then be aligned to the file system's block)",
-     [](UblkParams& p, const ParamValue& v) {
-       unsigned b = 0;
-       Status st = v.to_int(0u, 1u, &b, "0 or 1");
-       if (st) p.direct = b;
-       return st;
-     }},
+     [](UblkParams& p, const ParamValue& v) { return v.to_bool(&p.direct); }},
     {"pin", "0", "1: pin server thread N to CPU N",
-     [](UblkParams& p, const ParamValue& v) {
-       unsigned b = 0;
-       Status st = v.to_int(0u, 1u, &b, "0 or 1");
-       if (st) p.opts.pin = b;
-       return st;
-     }},
+     [](UblkParams& p, const ParamValue& v) { return v.to_bool(&p.opts.pin); }},
 };
 
 Result<std::unique_ptr<UblkTarget>> make_target(UblkParams& p) {
