@@ -218,7 +218,7 @@ Result<bool> parse_bool(std::string_view name, std::string_view value) {
 std::string format_size(uint64_t bytes) {
   for (const auto& [unit, unit_name] : kSizeUnits)
     if (bytes != 0 && bytes % unit == 0) return std::to_string(bytes / unit) + " " + unit_name;
-  return std::to_string(bytes) + " bytes";
+  return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
 }
 
 std::string describe_size(const SizeRule& rule) {

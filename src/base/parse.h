@@ -86,7 +86,7 @@ Result<uint64_t> parse_size(std::string_view name, std::string_view value, const
 std::string describe_size(const SizeRule& rule);
 
 // Bytes in the largest binary unit that divides them: "4 KiB", "250 GiB",
-// "1000 bytes".
+// "1000 bytes", "1 byte".
 std::string format_size(uint64_t bytes);
 
 // How a time is read. Defaults: seconds when bare (fio's rule), any value,

@@ -144,6 +144,7 @@ TEST(ParseSize, BareUnitAppliesOnlyWithoutASuffix) {
 
 TEST(FormatSize, LargestUnitThatDivides) {
   EXPECT_EQ(format_size(0), "0 bytes");
+  EXPECT_EQ(format_size(1), "1 byte");
   EXPECT_EQ(format_size(1000), "1000 bytes");
   EXPECT_EQ(format_size(4096), "4 KiB");
   EXPECT_EQ(format_size(1536 * kKiB), "1536 KiB");
