@@ -232,7 +232,9 @@ std::string describe_size(const SizeRule& rule) {
   }
   s += ", or one with a suffix k, m, g, t, p or e (powers of 1024: 64m, 2g; b or ib may follow)";
   const std::string zero = rule.zero_ok && rule.lo > 0 ? "0 or " : "";
-  if (rule.hi != kU64Max) {
+  if (rule.hi != kU64Max && rule.lo == 0) {
+    s += ", at most " + format_size(rule.hi);
+  } else if (rule.hi != kU64Max) {
     s += ", " + zero + "from " + format_size(rule.lo) + " to " + format_size(rule.hi);
   } else if (rule.lo > 0) {
     s += ", " + zero + "at least " + format_size(rule.lo);

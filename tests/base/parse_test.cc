@@ -124,6 +124,8 @@ TEST(ParseSize, BoundsMultipleAndZero) {
   EXPECT_NE(error_of(parse_size("bs", "0", no_zero)).find("is out of range"), std::string::npos);
   EXPECT_NE(error_of(parse_size("bs", "9k", no_zero)).find("from 4 KiB to 8 KiB"), std::string::npos);
   EXPECT_EQ(*parse_size("bs", "8k", no_zero), 8192u);
+  EXPECT_NE(error_of(parse_size("align", "2t", SizeRule{.hi = kTiB})).find("b or ib may follow), at most 1 TiB"),
+            std::string::npos);
 }
 
 // A caller whose bare numbers have always been MiB (null, as null_blk).
