@@ -13,10 +13,12 @@
 //     blkmq/sysfs_tree.h  a /sys/block-like tree that iostat reads
 //   This header includes all of these.
 // - Driver authors (a device behind the queue): blkmq/driver/driver.h
-//   (the driver ops; it includes request.h, tagset.h and context.h), and
-//   blkmq/driver/ublk.h for a ublk-style target's I/O handler.
-// - I/O scheduler authors: blkmq/elevator/elevator.h (the elevator ops and
-//   the helpers a scheduler calls; it includes the driver headers it needs
+//   (the driver ops; it includes request.h, tagset.h and context.h),
+//   blkmq/driver/device_driver.h to make create_device("NAME") build the
+//   driver's devices (register_device_driver), and blkmq/driver/ublk.h for
+//   a ublk-style target's I/O handler.
+// - I/O scheduler authors: blkmq/elevator/elevator.h (the elevator ops,
+//   register_elevator, and the helpers a scheduler calls; it includes the driver headers it needs
 //   and elevator/rbtree.h, the sort tree).
 // The project's version is in CMake's package (blkmq_VERSION) and
 // pkg-config's (`pkg-config --modversion blkmq`).

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
-#include "drivers/uring/uring.h"
 #include "drivers/uring/uring_dev.h"
 #include "drivers/uring/uring_params.h"
 #include "support/device_test_util.h"

@@ -2,9 +2,10 @@
 // choice, and registration as driver "ublk".
 #include <string_view>
 
+#include "base/registry.h"
 #include "blkmq/device.h"
+#include "blkmq/driver/device_driver.h"
 #include "drivers/params.h"
-#include "drivers/ublk/ublk.h"
 #include "drivers/ublk/ublk_dev.h"
 #include "drivers/ublk/ublk_targets.h"
 
@@ -104,26 +105,6 @@ std::vector<ParamInfo> param_infos() { return drvparam::param_infos(kParams); }
 }  // namespace
 }  // namespace blkmq::ublkd
 
-namespace blkmq {
-namespace {
-
-Result<std::unique_ptr<Device>> create_ublk_from_params(const ParamMap& params) {
-  return ublkd::create_from_params(params);
-}
-
-bool register_ublk_driver() {
-  // Function-local statics: safe whatever the order of static
-  // initialization, and registered exactly once.
-  static const DeviceDriver driver{ublkd::kDriverName, &create_ublk_from_params,
-                                   ublkd::param_infos()};
-  static const bool registered = (register_device_driver(&driver), true);
-  return registered;
-}
-
-[[maybe_unused]] const bool kUblkRegistered = register_ublk_driver();
-
-}  // namespace
-
-void ublk_driver_link() { (void)register_ublk_driver(); }
-
-}  // namespace blkmq
+// The driver, listed by the table CMake generates from src/drivers' folders.
+BLKMQ_BUILTIN(blkmq::DeviceDriver, driver, ublk, 0,
+              {blkmq::ublkd::kDriverName, &blkmq::ublkd::create_from_params, blkmq::ublkd::param_infos()});

@@ -9,6 +9,7 @@
 //           light insert lock. Whoever takes the main lock next (dispatch,
 //           bio_merge, an insert) moves them in first, so merges still see
 //           every inserted request (see deadline.cc for the history).
+#include "base/registry.h"
 #include "blkmq/driver/driver.h"
 #include "sched/bfq/bfq.h"
 #include "sched/bfq/bfq_impl.h"
@@ -574,12 +575,6 @@ BfqData::~BfqData() {
 
 }  // namespace bfq
 
-void register_bfq() {
-  static const ElevatorType type = bfq::make_type();
-  static const bool registered = register_elevator(&type).ok();
-  (void)registered;
-}
-
 bool bfq_run_idle_timer(Queue* q) {
   bfq::BfqData* bfqd = bfq::instance(q);
   return bfqd && bfq::idle_timer_work(bfqd);
@@ -639,3 +634,7 @@ void bfq_set_always_defer(Queue* q, bool always) {
 }
 
 }  // namespace blkmq
+
+// The scheduler, listed by the table CMake generates from src/sched's
+// folders; third in queue/scheduler (see deadline.cc).
+BLKMQ_BUILTIN(blkmq::ElevatorType, elevator, bfq, 3, blkmq::bfq::make_type());
