@@ -112,6 +112,27 @@ bool number(const std::string& key, const std::string& value, uint64_t lo, uint6
   return true;
 }
 
+// --port, --connections, --handshakes, --idle-timeout, --max-inflight:
+// true if `key` is one of them, with *err set when its value is bad.
+bool server_number(const std::string& key, const std::string& value, blkmq::nbd::ServerConfig* s, std::string* err) {
+  if (key == "port") {
+    number(key, value, 0, 65535, &s->port, err);
+  } else if (key == "connections" || key == "handshakes") {
+    number(key, value, 1, 4096, key == "connections" ? &s->max_connections : &s->max_handshakes, err);
+  } else if (key == "idle-timeout") {
+    auto r = blkmq::base::parse_time_ns("--idle-timeout", value, kIdleTimeoutRule);
+    if (r) s->conn.idle_timeout_ms = static_cast<unsigned>(*r / blkmq::base::kNsPerMs);
+    else *err = r.status().message();
+  } else if (key == "max-inflight") {
+    auto r = blkmq::base::parse_size("--max-inflight", value, kMaxInflightRule);
+    if (r) s->max_inflight_bytes = *r;
+    else *err = r.status().message();
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // An option of the export being described; false if its value is bad
 // (*err says why). Keys that are no export option are driver parameters.
 bool export_option(const std::string& key, const std::string& value, ExportOpts* e, std::string* err) {
@@ -224,25 +245,14 @@ int parse(int argc, char** argv, Options* o) {
       return bad("--" + key + " needs a value");
     }
     if (key == "socket") o->server.socket_path = value;
-    else if (key == "port") {
-      if (!number(key, value, 0, 65535, &o->server.port, &err)) return bad(err);
+    else if (server_number(key, value, &o->server, &err)) {
+      if (!err.empty()) return bad(err);
     } else if (key == "bind") o->server.bind = value;
     else if (key == "tls" && tls_mode(value, &o->server.tls.mode)) continue;
     else if (key == "tls") return bad(blkmq::base::invalid_value("--tls", value, "is not accepted", "off, on or require").message());
     else if (key == "tls-certificates") o->server.tls.certificates = value;
     else if (key == "tls-psk") o->server.tls.psk_file = value;
-    else if (key == "connections" || key == "handshakes") {
-      unsigned& n = key == "connections" ? o->server.max_connections : o->server.max_handshakes;
-      if (!number(key, value, 1, 4096, &n, &err)) return bad(err);
-    } else if (key == "idle-timeout") {
-      auto r = blkmq::base::parse_time_ns("--idle-timeout", value, kIdleTimeoutRule);
-      if (!r) return bad(r.status().message());
-      o->server.conn.idle_timeout_ms = static_cast<unsigned>(*r / blkmq::base::kNsPerMs);
-    } else if (key == "max-inflight") {
-      auto r = blkmq::base::parse_size("--max-inflight", value, kMaxInflightRule);
-      if (!r) return bad(r.status().message());
-      o->server.max_inflight_bytes = *r;
-    } else if (key == "run") o->run = value;
+    else if (key == "run") o->run = value;
     else if (key == "blktrace" && !value.empty()) o->blktrace_dir = value;
     else if (key == "control" && !value.empty()) o->control_path = value;
     else if (key == "sysfs" && !value.empty()) o->sysfs_dir = value;
