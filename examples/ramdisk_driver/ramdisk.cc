@@ -13,6 +13,7 @@
 // bios (the block layer merged them); I/O past the end is refused before
 // the driver; bad parameters are refused with a message.
 #include <blkmq/blkmq.h>
+#include <blkmq/driver/device_driver.h>
 #include <blkmq/driver/driver.h>
 
 #include <atomic>
@@ -244,7 +245,11 @@ int main() {
   }
 
   // 2. The same driver by name, as create_device("null", ...) works.
-  blkmq::register_device_driver(&kRamdiskDriver);
+  if (blkmq::Status st = blkmq::register_device_driver(&kRamdiskDriver); !st.ok()) {
+    std::fprintf(stderr, "register_device_driver: %s\n", st.message().c_str());
+    return 1;
+  }
+  check(!blkmq::register_device_driver(&kRamdiskDriver).ok(), "a second registration of the name is refused");
   const auto names = blkmq::device_drivers();
   bool listed = false;
   for (const std::string& n : names) listed |= n == "ramdisk";

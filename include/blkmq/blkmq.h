@@ -15,10 +15,13 @@
 // - Driver authors (a device behind the queue): blkmq/driver/driver.h (the
 //   driver ops and the calls a driver makes; it includes request.h),
 //   blkmq/driver/tagset.h (hardware queues and tags), blkmq/driver/context.h
-//   (hardirq context for a completion thread), and blkmq/driver/ublk.h for
-//   a ublk-style target's I/O handler.
-// - I/O scheduler authors: blkmq/elevator/elevator.h (the elevator ops and
-//   the helpers a scheduler calls; it includes the driver headers it needs
+//   (hardirq context for a completion thread), blkmq/driver/device_driver.h
+//   to have create_device("NAME") build the driver's devices
+//   (register_device_driver), and blkmq/driver/ublk.h for a ublk-style
+//   target's I/O handler.
+// - I/O scheduler authors: blkmq/elevator/elevator.h (the elevator ops,
+//   register_elevator, and the helpers a scheduler calls; it includes the
+//   driver headers it needs
 //   and elevator/rbtree.h, the sort tree).
 // The project's version is in CMake's package (blkmq_VERSION) and
 // pkg-config's (`pkg-config --modversion blkmq`).

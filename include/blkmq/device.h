@@ -72,23 +72,18 @@ class Device {
   virtual bool write_zeroes_is_cheap() const { return false; }
 };
 
-// Creates a device of driver `driver` ("null", ...). Unknown drivers,
+// Creates a device of driver `driver` (a built-in: "null", "uring",
+// "ublk", "scsi", "rbd" where built; or one registered with
+// register_device_driver, blkmq/driver/device_driver.h). Unknown drivers,
 // unknown parameters and bad values give an error naming them. Parameters
 // named "attr:PATH" are applied as queue attributes after creation:
-// queue/scheduler first, then the others in name order.
+// queue/scheduler first, then the others in name order. Any thread; blocks
+// while the driver sets the device up.
 Result<std::unique_ptr<Device>> create_device(std::string_view driver, const ParamMap& params);
-// Registered driver names.
+// Registered driver names: the built-ins in their folders' order, then the
+// others in registration order. Any thread.
 std::vector<std::string> device_drivers();
-// Parameters a driver accepts (empty for an unknown driver).
+// Parameters a driver accepts (empty for an unknown driver). Any thread.
 std::vector<ParamInfo> device_params(std::string_view driver);
-
-// Driver registration, done by each driver's translation unit at startup.
-using DeviceFactory = Result<std::unique_ptr<Device>> (*)(const ParamMap& params);
-struct DeviceDriver {
-  std::string name;
-  DeviceFactory create;
-  std::vector<ParamInfo> params;
-};
-void register_device_driver(const DeviceDriver* drv);
 
 }  // namespace blkmq

@@ -1,6 +1,8 @@
 // Registered threads and their CPU time per group (base::thread_usage()).
 #include "base/thread.h"
 
+#include "base/clock.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -41,12 +43,6 @@ Registry& registry() {
 }
 
 std::string group_of(const std::string& name) { return name.substr(0, name.find('/')); }
-
-uint64_t clock_ns(clockid_t c) {
-  timespec ts;
-  if (clock_gettime(c, &ts) != 0) return 0;
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Removes the thread from the living set and banks its CPU time; runs on the
 // thread itself as it exits, also when fn throws.

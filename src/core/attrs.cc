@@ -1,9 +1,9 @@
 // Queue attributes with the kernel's sysfs names, units and ranges. A bad
 // path or value is refused with a message and changes nothing.
-#include <charconv>
 #include <cstdio>
 #include <string>
 
+#include "base/parse.h"
 #include "core/core.h"
 #include "core/trace.h"
 
@@ -17,18 +17,7 @@ std::string trim(std::string_view v) {
   return std::string(v.substr(a, b - a));
 }
 
-Result<uint64_t> parse_uint(std::string_view path, std::string_view value, uint64_t lo, uint64_t hi) {
-  std::string v = trim(value);
-  uint64_t out = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi)
-    return Status::invalid(std::string(path) + ": expected an integer in " + std::to_string(lo) + ".." +
-                           std::to_string(hi) + ", got '" + v + "'");
-  return out;
-}
-
-Status choice(std::string_view path, std::string_view value, std::initializer_list<const char*> opts, int* idx) {
-  std::string v = trim(value);
+Status choice(std::string_view path, std::string_view v, std::initializer_list<const char*> opts, int* idx) {
   int i = 0;
   std::string list;
   for (const char* o : opts) {
@@ -39,7 +28,7 @@ Status choice(std::string_view path, std::string_view value, std::initializer_li
     list += (i ? ", " : "") + std::string(o);
     i++;
   }
-  return Status::invalid(std::string(path) + ": expected one of " + list + ", got '" + v + "'");
+  return base::invalid_value(path, v, "is not one of them", "one of " + list);
 }
 
 struct Attr {
@@ -80,11 +69,11 @@ const Attr kAttrs[] = {
     {"queue/scheduler", [](const QueueImpl* q) { return elevator_list(q); },
      [](QueueImpl* q, std::string_view v) {
        std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
-       return elevator_switch(q, trim(v));
+       return elevator_switch(q, v);
      }},
     {"queue/nr_requests", [](const QueueImpl* q) { return u(q->nr_requests_); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       auto n = parse_uint("queue/nr_requests", v, 0, 1u << 20);
+       auto n = base::parse_uint("queue/nr_requests", v, 0, 1u << 20);
        if (!n) return n.status();
        // Resizes scheduler tags, which an update of the hw queues rebuilds.
        std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
@@ -93,7 +82,7 @@ const Attr kAttrs[] = {
     {"queue/async_depth", [](const QueueImpl* q) { return u(q->async_depth_); },
      [](QueueImpl* q, std::string_view v) -> Status {
        std::lock_guard<std::mutex> g(q->sysfs_lock_);
-       auto n = parse_uint("queue/async_depth", v, 1, q->nr_requests_);
+       auto n = base::parse_uint("queue/async_depth", v, 1, q->nr_requests_);
        if (!n) return n.status();
        q->async_depth_ = static_cast<unsigned>(*n);
        if (q->elevator_ && q->elevator_->type->ops.depth_updated) q->elevator_->type->ops.depth_updated(q);
@@ -101,14 +90,14 @@ const Attr kAttrs[] = {
      }},
     {"queue/rq_affinity", [](const QueueImpl* q) { return u(q->tun_.rq_affinity.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       auto n = parse_uint("queue/rq_affinity", v, 0, 2);
+       auto n = base::parse_uint("queue/rq_affinity", v, 0, 2);
        if (!n) return n.status();
        q->tun_.rq_affinity.store(static_cast<unsigned>(*n));
        return Status::OK();
      }},
     {"queue/nomerges", [](const QueueImpl* q) { return u(q->tun_.nomerges.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       auto n = parse_uint("queue/nomerges", v, 0, 2);
+       auto n = base::parse_uint("queue/nomerges", v, 0, 2);
        if (!n) return n.status();
        q->tun_.nomerges.store(static_cast<unsigned>(*n));
        return Status::OK();
@@ -116,10 +105,11 @@ const Attr kAttrs[] = {
     {"queue/max_sectors_kb", [](const QueueImpl* q) { return u(q->limits_.max_sectors / 2); },
      [](QueueImpl* q, std::string_view v) -> Status {
        const uint64_t lo = std::max<uint64_t>(4, q->limits_.logical_block_size / 1024);
-       auto n = parse_uint("queue/max_sectors_kb", v, lo, q->limits_.max_hw_sectors / 2);
+       auto n = base::parse_uint("queue/max_sectors_kb", v, lo, q->limits_.max_hw_sectors / 2);
        if (!n) return n.status();
        if ((*n * 1024) % q->limits_.logical_block_size)
-         return Status::invalid("queue/max_sectors_kb: must be a multiple of the logical block size");
+         return base::invalid_value("queue/max_sectors_kb", v, "is not a whole number of logical blocks",
+                                    "a multiple of " + u(q->limits_.logical_block_size / 1024) + " (KiB)");
        // Limits are read on the submission path without a lock: change
        // them with the queue frozen.
        q->freeze_start();
@@ -142,14 +132,14 @@ const Attr kAttrs[] = {
     {"queue/dma_alignment", [](const QueueImpl* q) { return u(q->limits_.dma_alignment); }, nullptr},
     {"queue/io_timeout", [](const QueueImpl* q) { return u(q->tun_.io_timeout_ms.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       auto n = parse_uint("queue/io_timeout", v, 1, 0x7fffffff);
+       auto n = base::parse_uint("queue/io_timeout", v, 1, 0x7fffffff);
        if (!n) return n.status();
        q->tun_.io_timeout_ms.store(static_cast<unsigned>(*n));
        return Status::OK();
      }},
     {"queue/iostats", [](const QueueImpl* q) { return u(q->tun_.iostats.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       auto n = parse_uint("queue/iostats", v, 0, 1);
+       auto n = base::parse_uint("queue/iostats", v, 0, 1);
        if (!n) return n.status();
        q->tun_.iostats.store(*n != 0);
        return Status::OK();
@@ -174,7 +164,7 @@ const Attr kAttrs[] = {
      }},
     {"queue/plug_direct_issue", [](const QueueImpl* q) { return u(q->tun_.plug_direct_issue.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       auto n = parse_uint("queue/plug_direct_issue", v, 0, 1);
+       auto n = base::parse_uint("queue/plug_direct_issue", v, 0, 1);
        if (!n) return n.status();
        q->tun_.plug_direct_issue.store(*n != 0);
        return Status::OK();
@@ -196,7 +186,7 @@ const Attr kAttrs[] = {
     // hands events to the blktrace tool through debugfs instead.
     {"trace/enable", [](const QueueImpl* q) { return u(tracer(q) != nullptr); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       auto n = parse_uint("trace/enable", v, 0, 1);
+       auto n = base::parse_uint("trace/enable", v, 0, 1);
        if (!n) return n.status();
        std::lock_guard<std::mutex> l(q->trace_lock_);
        if (bool(*n) == (tracer(q) != nullptr)) return Status::OK();  // as the kernel: no change
@@ -214,14 +204,14 @@ const Attr kAttrs[] = {
      [](QueueImpl* q, std::string_view v) -> Status {
        std::lock_guard<std::mutex> l(q->trace_lock_);
        if (tracer(q)) return Status::error(EBUSY, "trace/dir: a trace is running; write 0 to trace/enable first");
-       q->trace_dir_ = trim(v);
+       q->trace_dir_ = std::string(v);
        return Status::OK();
      }},
     {"dev", [](const QueueImpl* q) { return u(Queue::kDevMajor) + ":" + u(q->minor_); }, nullptr},
     // /sys/block/<dev>/ro; writable here, as the BLKROSET ioctl sets it.
     {"ro", [](const QueueImpl* q) { return u(q->tun_.read_only.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       auto n = parse_uint("ro", v, 0, 1);
+       auto n = base::parse_uint("ro", v, 0, 1);
        if (!n) return n.status();
        q->tun_.read_only.store(*n != 0);
        return Status::OK();
@@ -236,7 +226,7 @@ unsigned tags_busy(const Tags* t) {
 Result<std::string> show_mq(const QueueImpl* q, std::string_view rest) {
   size_t slash = rest.find('/');
   if (slash == std::string_view::npos) return Status::invalid("mq: expected mq/<hctx>/<attribute>");
-  auto idx = parse_uint("mq", rest.substr(0, slash), 0, q->nr_hw_queues_ ? q->nr_hw_queues_ - 1 : 0);
+  auto idx = base::parse_uint("mq", rest.substr(0, slash), 0, q->nr_hw_queues_ ? q->nr_hw_queues_ - 1 : 0);
   if (!idx) return idx.status();
   const HwCtxImpl* h = q->hctx(static_cast<unsigned>(*idx));
   std::string_view name = rest.substr(slash + 1);
@@ -327,7 +317,8 @@ Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view va
   for (const Attr& a : kAttrs) {
     if (path != a.name) continue;
     if (!a.store) return Status::invalid(std::string(path) + ": read-only attribute");
-    return a.store(q, value);
+    // As sysfs takes what `echo` writes: the newline and blanks around it.
+    return a.store(q, trim(value));
   }
   if (path.substr(0, 3) == "mq/") return Status::invalid(std::string(path) + ": read-only attribute");
   if (const DriverAttr* d = find_driver_attr(q, path)) {

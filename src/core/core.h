@@ -250,7 +250,11 @@ class QueueImpl final : public Queue {
   void exit_ref_on(unsigned cpu, unsigned n) { usage_[cpu].fetch_sub(n, std::memory_order_release); }
   void enter_many(unsigned n, unsigned cpu) { usage_[cpu].fetch_add(n, std::memory_order_relaxed); }
   int64_t usage_sum() const;
-  // dispatch epoch (RCU/SRCU around dispatch)
+  // dispatch epoch (RCU/SRCU around dispatch). seq_cst, a Dekker pair with
+  // Queue::quiesce: a dispatcher increments its count and then reads
+  // quiesce_depth_ (quiesced()); quiesce increments quiesce_depth_ and then
+  // sums the counts (wait_dispatch_idle). Either the dispatcher sees the
+  // queue quiesced or quiesce waits for it.
   void dispatch_enter() { dispatch_cnt_[base::this_cpu()].fetch_add(1, std::memory_order_seq_cst); }
   void dispatch_exit() { dispatch_cnt_[base::this_cpu()].fetch_sub(1, std::memory_order_release); }
   bool quiesced() const { return quiesce_depth_.load(std::memory_order_seq_cst) > 0; }
@@ -339,8 +343,10 @@ inline HwCtxImpl* to_impl(HwCtx* h) { return static_cast<HwCtxImpl*>(h); }
 inline TagSetImpl* to_impl(TagSet* s) { return static_cast<TagSetImpl*>(s); }
 
 // ------------------------------------------------------ engine functions -
+// Grouped by the file that defines them. "Any context" means task,
+// softirq or hardirq; "task" means a thread that may sleep.
 
-// alloc.cc
+// tags.cc: tag and request allocation, fair sharing, in-flight pins.
 struct AllocData {
   QueueImpl* q;
   uint32_t cmd_flags;
@@ -354,94 +360,150 @@ struct AllocData {
   SwCtx* ctx = nullptr;  // the submitter's, if it has read it; else read here
   HwCtxImpl* hctx = nullptr;
 };
+// A request with a scheduler or driver tag; nullptr if nowait and none is
+// free, or the queue is dying. Task context; may sleep for a tag.
 Request* alloc_request(AllocData& data);
+// Returns rq's tags and usage reference once nothing pins it. Any context.
 void free_request(Request* rq);
 // The same, for a caller that has read its CPU id already (completion reads
 // it once per request for all its per-CPU counters).
 void free_request(Request* rq, unsigned cpu);
+// The last pin is gone: returns the tags and the usage reference (on the
+// counter of `cpu`, the caller's). Any context.
+void free_request_ref(Request* rq);
+void free_request_ref(Request* rq, unsigned cpu);
 // Returns a batch of driver tags of one hctx and their usage references.
+// Any context.
 void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr);
+// Takes a driver tag for a request that has only a scheduler tag; false
+// if none is free (fair share included). Dispatch context.
 bool get_driver_tag(Request* rq);
+// Gives a driver tag back (requeue, completion). Any context.
 void put_driver_tag(Request* rq);
+// Marks hctx's queue active on a shared tag set (fair sharing), once.
+// Any context; a load when already active.
 void tag_busy(HwCtxImpl* hctx);
+// Marks it idle again (the timeout scan found nothing in flight).
 void tag_idle(HwCtxImpl* hctx);
 // Requests of q being accounted, by direction (the kernel walks tags too).
+// Any context; reads every tag map.
 void count_inflight(const QueueImpl* q, uint64_t out[2]);
-// Adds the time since the last stamp to io_ticks if the queue was busy
-// (`busy`: the caller knows it was, e.g. a request just ended).
-void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool busy);
+// Pins a request that is allocated (ref > 0) so it cannot be freed while
+// looked at (timeouts, tag walks); false if it is free. Any context.
 bool rq_pin(Request* rq);
 void rq_unpin(Request* rq);
+// The hctx type an op goes to (poll, read, default). Any context; pure.
 HctxType hctx_type_for(ReqOp op, uint32_t cmd_flags);
 
-// dispatch.cc
+// dispatch.cc: queue runs, insertion, direct issue, restart, delayed runs.
+// Runs hctx now in the caller (task context on one of its CPUs) or, if
+// async, from interrupt context or elsewhere, through its kblockd run work.
 void run_hw_queue(HwCtxImpl* hctx, bool async);
 void run_hw_queues_impl(QueueImpl* q, bool async);
+// Runs hctx through kblockd after msecs (mod_delayed_work). Any context.
 void delay_run_hw_queue(HwCtxImpl* hctx, unsigned msecs);
+// Inserts rq where it goes: the flush machinery, the elevator, or the
+// ctx (InsertFlag bits). Task or kblockd context; does not run the queue.
 void insert_request(Request* rq, uint32_t flags);
+// Puts rq on its hctx's dispatch list, past the scheduler. Any context.
 void request_bypass_insert(Request* rq, uint32_t flags);
+// Issues rq to the driver now; on a busy status it goes to the dispatch
+// list and the queue is run. Task context (the submitter).
 void try_issue_directly(HwCtxImpl* hctx, Request* rq);
+// The dispatch half of blk_mq_flush_plug_list. Task context.
 void issue_list_from_plug(RqList* list, bool from_schedule, bool has_elevator, bool multiple_queues);
+// Moves the hctx's dispatch_busy EWMA after a dispatch. Dispatch context.
 void dispatch_busy_update(HwCtxImpl* hctx, bool busy);
+// Sets up hctx's wait entry for shared driver tags, once, at creation.
 void init_dispatch_wait(HwCtxImpl* hctx);
+// Reruns hctx if a dispatch marked it for restart (a tag or budget it
+// lacked was freed). Any context.
 void sched_restart(HwCtxImpl* hctx);
+// Takes an issued request back from the driver (its driver tag, its
+// state) before it is requeued. Any context.
 void requeue_rq_internal(Request* rq);
+// An hctx's run work (run_work's fn). kblockd.
+void run_work_fn(Work* w);
 
-// complete.cc
+// complete.cc: ending requests, completion routing, accounting.
+// Completes rq in the calling context (the softirq handler's work).
 void complete_rq_now(Request* rq);
+// Starts accounting rq (in flight, io_ticks first). Task context.
 void account_io_start(Request* rq);
 // A flush the flush machinery sent ended (blk_account_io_flush): flush_ios
 // and flush_ticks, timed from frq->start_time_ns (0: iostats was off when
 // it was sent, nothing is counted). Completion context.
 void account_flush(Request* frq);
-void free_request_ref(Request* rq);
-void free_request_ref(Request* rq, unsigned cpu);
+// Adds the time since the last stamp to io_ticks if the queue was busy
+// (`busy`: the caller knows it was, e.g. a request just ended). Any context.
+void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool busy);
 
-// submit.cc / merge.cc
-bool attempt_plug_merge(QueueImpl* q, Bio* bio, unsigned nr_segs);
-bool ctx_bio_merge(QueueImpl* q, SwCtx* ctx, HctxType type, Bio* bio, unsigned nr_segs);
-bool rq_mergeable(const Request* rq);
-bool bio_mergeable(const Bio* bio);
-unsigned bio_segments(const Bio* bio);
+// submit.cc: bios into requests.
+// Fills a new request from its first bio. Task context.
 void bio_to_request(Request* rq, Bio* bio, unsigned nr_segs);
+// Ends a bio: its end_io runs, exactly once. Any context.
 void bio_endio(Bio* bio);
 
-// merge.cc (elevator side)
+// merge.cc: merging into plugged, ctx and elevator requests.
+// Merges bio into a request in the caller's plug; true if it did. Task.
+bool attempt_plug_merge(QueueImpl* q, Bio* bio, unsigned nr_segs);
+// Merges bio into a request waiting in ctx's list (no scheduler). Task.
+bool ctx_bio_merge(QueueImpl* q, SwCtx* ctx, HctxType type, Bio* bio, unsigned nr_segs);
+// Whether a request may take merges, and a bio may be merged. Pure.
+bool rq_mergeable(const Request* rq);
+bool bio_mergeable(const Bio* bio);
+// Segments of bio after splitting at the device's limits. Pure.
+unsigned bio_segments(const Bio* bio);
+// The elevator's back-merge hash, made and freed with the elevator.
 void elv_hash_alloc(ElevatorQueue* eq);
 void elv_hash_free(ElevatorQueue* eq);
 
-// flush.cc
-bool insert_flush(Request* rq);   // true: consumed by the flush machinery
+// flush.cc: the flush state machine (PREFLUSH, FUA emulation).
+// Takes a request that carries PREFLUSH or FUA; true if the flush
+// machinery consumed it. Task or kblockd context.
+bool insert_flush(Request* rq);
+// The queue's flush queue, made with the queue and freed with it.
 struct FlushQueue* flush_queue_alloc(QueueImpl* q);
 void flush_queue_free(struct FlushQueue* fq);
-bool flush_end_io_hook(Request* rq, BlkStatus st);
 
-// timeout.cc
+// timeout.cc: request deadlines, the timeout timer and scan, requeues.
+// Sets rq's deadline and arms the queue's timer for it. Any context.
 void add_timer(Request* rq);
+// rq's deadline from now and its timeout. Any context.
 void set_deadline(Request* rq);
 // When the queue's timer must fire for rq's deadline (set_deadline first).
 uint64_t timer_expiry(const Request* rq);
 // set_deadline then timer_expiry, reading the timeout once (start_request).
 uint64_t start_timer(Request* rq);
+// Arms the queue's timer for `expiry` unless it fires no later than half a
+// second after it. Any context; one load when armed early enough.
 void arm_queue_timer(QueueImpl* q, uint64_t expiry);
 void arm_timer_for(Request* rq);  // arm_queue_timer(rq's queue, timer_expiry(rq))
+// The timer's callback: queues the scan on kblockd. Timer context.
 void timeout_timer_fired(QueueImpl* q);
+// The scan (blk_mq_timeout_work) and the requeue list's worker
+// (blk_mq_requeue_work): run_work's and requeue_work_'s fns. kblockd.
 void timeout_work_fn(Work* w);
 void requeue_work_fn(Work* w);
 
-// tagset.cc
+// tagset.cc: the tag set's static requests.
+// Allocates (frees) the requests of one tag map. Task context.
 Status alloc_static_rqs(TagSetImpl* set, Tags* tags, unsigned hctx_idx);
 void free_static_rqs(TagSetImpl* set, Tags* tags, unsigned hctx_idx);
-void run_work_fn(Work* w);
 
-// elevator.cc
+// elevator.cc: registration, switching, scheduler tags. Task context.
+// Attaches the kernel's default scheduler to a new queue.
 Status elevator_init_default(QueueImpl* q);
+// Switches q's scheduler (queue/scheduler), freezing and quiescing it.
 Status elevator_switch(QueueImpl* q, std::string_view name);
+// Detaches q's scheduler (teardown).
 void elevator_exit(QueueImpl* q);
+// queue/scheduler's text: the choices, the current one in brackets.
 std::string elevator_list(const QueueImpl* q);
+// queue/nr_requests: resizes the scheduler tags.
 Status set_nr_requests(QueueImpl* q, unsigned nr);
 
-// plug.cc
+// plug.cc: the plug (blk_plug) and the queue clock's plug cache.
 struct PlugState {
   RqList mq_list;
   RqList cached_rqs;
@@ -451,18 +513,25 @@ struct PlugState {
   bool has_elevator = false;
   uint64_t cur_ktime = 0;
 };
+// The calling thread's plug, nullptr if none. Task context; a TLS read.
 PlugState* current_plug_state();
+// Adds rq to the plug, flushing it first when full. Task context.
 void add_rq_to_plug(PlugState* plug, Request* rq);
+// Issues everything plugged (from_schedule: the task is about to sleep).
 void flush_plug(PlugState* plug, bool from_schedule);
+// (blk_time_get_ns is declared in core/time.h.)
 
-// softirq.cc
+// softirq.cc: BLOCK_SOFTIRQ and completion IPIs (the runtime's lists).
+// Completes rq through this CPU's softirq: at irq exit from hardirq
+// context, by its softirq worker from task context. Any context.
 void raise_block_softirq(Request* rq);
+// Completes rq on `cpu`'s softirq (the submitting CPU). Any context.
 void send_completion_ipi(Request* rq, unsigned cpu);
+// Whether two CPUs share a last-level cache (from sysfs). Any context.
 bool cpus_share_cache(unsigned a, unsigned b);
 bool cpu_online(unsigned cpu);
-void set_exec_context(ExecContext c);
 
-// attrs.cc
+// attrs.cc: the queue attributes (sysfs). Task context.
 Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view value);
 Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path);
 std::vector<std::string> queue_attr_names(const QueueImpl* q);

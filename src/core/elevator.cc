@@ -4,27 +4,31 @@
 #include <algorithm>
 #include <mutex>
 
+#include "base/registry.h"
 #include "core/core.h"
+
+// The table CMake generates from the folders of src/sched (base/registry.h
+// says why): the core names no scheduler.
+extern const blkmq::base::BuiltinTable<blkmq::ElevatorType> blkmq_builtin_elevators;
 
 namespace blkmq {
 namespace {
 
-std::mutex& registry_lock() {
-  static std::mutex m;
-  return m;
+// The required hooks, for built-ins and registrants alike.
+Status check_elevator(const ElevatorType& t) {
+  if (t.name.empty() || t.name == "none") return Status::invalid("elevator: a name other than 'none' is required");
+  if (!t.ops.init_sched || !t.ops.exit_sched || !t.ops.insert_requests || !t.ops.dispatch_request ||
+      !t.ops.has_work)
+    return Status::invalid("elevator '" + t.name + "': a required hook is missing");
+  return Status::OK();
 }
-std::vector<const ElevatorType*>& registry() {
-  static std::vector<const ElevatorType*> r;
+
+base::Registry<ElevatorType>& elevators() {
+  static base::Registry<ElevatorType> r("elevator", blkmq_builtin_elevators, &check_elevator);
   return r;
 }
 
-const ElevatorType* find_elevator(std::string_view name) {
-  register_builtin_elevators();
-  std::lock_guard<std::mutex> g(registry_lock());
-  for (const ElevatorType* t : registry())
-    if (t->name == name || (!t->alias.empty() && t->alias == name)) return t;
-  return nullptr;
-}
+const ElevatorType* find_elevator(std::string_view name) { return elevators().find(name); }
 
 unsigned default_nr_requests(const QueueImpl* q) { return 2 * std::min(q->set_->cfg().queue_depth, 128u); }
 
@@ -123,30 +127,9 @@ Status with_queue_frozen(QueueImpl* q, Fn&& fn) {
 
 }  // namespace
 
-Status register_elevator(const ElevatorType* type) {
-  if (!type || type->name.empty() || type->name == "none")
-    return Status::invalid("elevator: a name other than 'none' is required");
-  if (!type->ops.init_sched || !type->ops.exit_sched || !type->ops.insert_requests ||
-      !type->ops.dispatch_request || !type->ops.has_work)
-    return Status::invalid("elevator " + type->name + ": a required hook is missing");
-  std::lock_guard<std::mutex> g(registry_lock());
-  for (const ElevatorType* t : registry()) {
-    if (t->name == type->name || t->alias == type->name)
-      return Status::error(EEXIST, "elevator " + type->name + " is already registered");
-    if (!type->alias.empty() && (t->name == type->alias || t->alias == type->alias))
-      return Status::error(EEXIST, "elevator " + type->name + ": its alias " + type->alias + " names " + t->name);
-  }
-  registry().push_back(type);
-  return Status::OK();
-}
+Status register_elevator(const ElevatorType* type) { return elevators().add(type); }
 
-std::vector<std::string> registered_elevators() {
-  register_builtin_elevators();
-  std::lock_guard<std::mutex> g(registry_lock());
-  std::vector<std::string> v;
-  for (const ElevatorType* t : registry()) v.push_back(t->name);
-  return v;
-}
+std::vector<std::string> registered_elevators() { return elevators().names(); }
 
 // elevator_get_default: none for no_sched, for several hw queues without a
 // shared tag bitmap; mq-deadline otherwise (when it is registered).

@@ -78,7 +78,6 @@ void run_completion_chain(Request* rq) {
 }
 
 ExecContext current_context() { return tls_ctx; }
-void set_exec_context(ExecContext c) { tls_ctx = c; }
 unsigned current_cpu() { return base::this_cpu(); }
 unsigned nr_cpu_ids() { return base::possible_cpus(); }
 

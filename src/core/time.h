@@ -1,26 +1,20 @@
-// Time sources for the core. Request deadlines and io_ticks use the coarse
-// clock (the jiffies analogue: a vDSO read without rdtsc); accounting uses
-// the precise clock, cached in the plug while one is active (as the kernel
-// caches plug->cur_ktime).
+// Time sources for the core. A queue keeps time by its runtime's clock
+// (QueueImpl::clock_ns and coarse_clock_ns in core.h); on real time those
+// are the two clocks below. Accounting and deadlines read the precise one
+// through blk_time_get_ns, cached in the plug while one is active (as the
+// kernel caches plug->cur_ktime); mq-deadline's jiffies decisions read the
+// coarse one.
 #pragma once
-
-#include <time.h>
 
 #include <cstdint>
 
+#include "base/clock.h"
+
 namespace blkmq {
 
-inline uint64_t coarse_now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-inline uint64_t precise_now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+// The core's names for base/clock.h's two clocks.
+inline uint64_t coarse_now_ns() { return base::coarse_now_ns(); }
+inline uint64_t precise_now_ns() { return base::now_ns(); }
 
 class QueueImpl;
 

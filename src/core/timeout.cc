@@ -19,6 +19,7 @@ uint64_t round_up_sec(uint64_t ns) { return (ns + kSecNs - 1) / kSecNs * kSecNs;
 [[gnu::noinline]] void arm_queue_timer_locked(QueueImpl* q, uint64_t expiry) {
   std::lock_guard<std::mutex> g(q->timeout_lock_);
   q->timeout_timer_.arm_if_earlier(expiry);
+  // seq_cst: pairs with the load in arm_queue_timer (below).
   q->timeout_expiry_.store(q->timeout_timer_.expires(), std::memory_order_seq_cst);
 }
 
@@ -31,6 +32,10 @@ uint64_t round_up_sec(uint64_t ns) { return (ns + kSecNs - 1) / kSecNs * kSecNs;
 // published before that load is either covered by the armed timer or seen
 // by the scan.
 void arm_queue_timer(QueueImpl* q, uint64_t expiry) {
+  // seq_cst, a Dekker pair with timeout_timer_fired: the request's state
+  // store (start_request) comes before this load, the callback's store of
+  // 0 before the scan's loads of the states; so either this sees 0 and
+  // arms, or the scan sees the request in flight.
   const uint64_t cur = q->timeout_expiry_.load(std::memory_order_seq_cst);
   if (cur && cur <= expiry + kSecNs / 2) return;
   arm_queue_timer_locked(q, expiry);
@@ -93,6 +98,7 @@ void add_timer(Request* rq) {
 void timeout_timer_fired(QueueImpl* q) {
   {
     std::lock_guard<std::mutex> g(q->timeout_lock_);
+    // seq_cst: pairs with the load in arm_queue_timer.
     q->timeout_expiry_.store(0, std::memory_order_seq_cst);
   }
   kblockd_queue_work(&q->timeout_work_, kWorkCpuUnbound);

@@ -4,52 +4,28 @@
 
 namespace blkmq::drvparam {
 
-bool parse_size(std::string_view s, const SizeSyntax& syntax, uint64_t* out) {
-  size_t i = 0;
-  uint64_t x = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-    const uint64_t d = static_cast<uint64_t>(s[i] - '0');
-    if (x > (UINT64_MAX - d) / 10) return false;
-    x = x * 10 + d;
-    i++;
-  }
-  if (i == 0) return false;
-  unsigned shift = 0;
-  if (i < s.size()) {
-    const char c = static_cast<char>(s[i] | 0x20);
-    const size_t at = syntax.suffixes.find(c);
-    if (c < 'a' || c > 'z' || at == std::string_view::npos) return false;
-    shift = 10 * static_cast<unsigned>(at + 1);
-    const std::string_view unit = s.substr(i + 1);
-    if (!unit.empty() && !(syntax.unit && (unit == "B" || unit == "iB"))) return false;
-  }
-  if (shift && x > (UINT64_MAX >> shift)) return false;
-  *out = x << shift;
-  return true;
+std::string ParamValue::label() const {
+  return std::string(driver) + ": parameter '" + std::string(name) + "'";
 }
 
-Status ParamValue::error(std::string_view accepted) const {
-  return Status::invalid(std::string(driver) + ": parameter '" + std::string(name) + "' must be " +
-                         std::string(accepted) + "; got '" + std::string(value) + "'");
+Status ParamValue::error(std::string_view expected) const {
+  return base::invalid_value(label(), value, "is not accepted", expected);
 }
 
 Status ParamValue::to_power_of_two(unsigned lo, unsigned hi, unsigned* out) const {
-  unsigned v = 0;
-  if (!read_int(&v) || v < lo || v > hi || (v & (v - 1))) {
-    return error("a power of two in " + std::to_string(lo) + ".." + std::to_string(hi));
-  }
-  *out = v;
+  const std::string expected = "a power of two from " + std::to_string(lo) + " to " + std::to_string(hi);
+  auto r = base::parse_uint(label(), value);
+  if (!r) return base::invalid_value(label(), value, "is not a number", expected);
+  if (*r < lo || *r > hi) return base::invalid_value(label(), value, "is out of range", expected);
+  if (*r & (*r - 1)) return base::invalid_value(label(), value, "is not a power of two", expected);
+  *out = static_cast<unsigned>(*r);
   return Status::OK();
 }
 
 Status ParamValue::to_bool(bool* out) const {
-  if (value == "1" || value == "y" || value == "Y" || value == "true") {
-    *out = true;
-  } else if (value == "0" || value == "n" || value == "N" || value == "false") {
-    *out = false;
-  } else {
-    return error("0 or 1 (also y/n, true/false)");
-  }
+  auto r = base::parse_bool(label(), value);
+  if (!r) return r.status();
+  *out = *r;
   return Status::OK();
 }
 
@@ -65,11 +41,13 @@ Status ParamValue::to_choice(std::initializer_list<std::string_view> names, size
     accepted += n;
     i++;
   }
-  return error(accepted);
+  return base::invalid_value(label(), value, "is not one of them", accepted);
 }
 
-Status ParamValue::to_size(const SizeSyntax& syntax, uint64_t* out) const {
-  if (!parse_size(value, syntax, out)) return error(syntax.accepted);
+Status ParamValue::to_size(const base::SizeRule& rule, uint64_t* out) const {
+  auto r = base::parse_size(label(), value, rule);
+  if (!r) return r.status();
+  *out = *r;
   return Status::OK();
 }
 
@@ -87,10 +65,9 @@ Status unknown_param(std::string_view driver, std::string_view name,
 Status fit_max_sectors(std::string_view driver, unsigned bs, unsigned* max_sectors) {
   const unsigned min_sectors = bs >> kSectorShift;
   if (*max_sectors < min_sectors) {
-    return Status::invalid(std::string(driver) +
-                           ": parameter 'max_sectors' must be at least one block (" +
-                           std::to_string(min_sectors) + " sectors with bs=" + std::to_string(bs) +
-                           "); got '" + std::to_string(*max_sectors) + "'");
+    return base::invalid_value(std::string(driver) + ": parameter 'max_sectors'", std::to_string(*max_sectors),
+                               "is less than one block",
+                               "at least " + std::to_string(min_sectors) + " sectors with bs=" + std::to_string(bs));
   }
   *max_sectors -= *max_sectors % min_sectors;
   return Status::OK();

@@ -2,39 +2,37 @@
 // parameters in a table of ParamDef (name, default, help, how to apply a
 // value); parse_params() applies create_device()'s NAME=VALUE map to the
 // driver's parameter struct and param_infos() turns the table into the
-// ParamInfo list the driver registers. Values are read through ParamValue,
-// whose errors all read
-//   "DRIVER: parameter 'NAME' must be ACCEPTED; got 'VALUE'".
+// ParamInfo list the driver registers. Values are read through ParamValue
+// with the project's one parser (base/parse.h), so every error reads
+//   "DRIVER: parameter 'NAME': 'VALUE' <what is wrong>; expected <what is accepted>".
 #pragma once
 
-#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "base/parse.h"
 #include "blkmq/device.h"
 #include "blkmq/status.h"
 
 namespace blkmq::drvparam {
 
-// Byte counts with binary suffixes. `suffixes` lists the accepted suffix
-// letters in order, each 1024 times the one before ("kmgt": k = 2^10 ..
-// t = 2^40); letters are case-insensitive. With `unit`, "B" or "iB" may
-// follow a suffix ("2GB", "2GiB"). `accepted` is what an error message says
-// the parameter must be.
-struct SizeSyntax {
-  std::string_view suffixes;
-  bool unit;
-  std::string_view accepted;
-};
+// The smallest capacity any driver accepts: null_blk's smallest (its sizes
+// count MiB). Drivers whose bare numbers are bytes (fio's rule) refuse
+// less, so that "size=1024" meant as 1 GiB (null's unit) is an error
+// instead of a 1 KiB disk (issue 27).
+constexpr uint64_t kMinCapacity = base::kMiB;
 
-// Digits, then at most one suffix from `syntax` (and with syntax.unit an
-// optional "B"/"iB" after it). False on anything else or on overflow.
-bool parse_size(std::string_view s, const SizeSyntax& syntax, uint64_t* out);
+// A capacity in bytes when bare, at least kMinCapacity; with zero_ok, 0
+// stays accepted as "not given" (a file's or a target's own size).
+constexpr base::SizeRule byte_capacity(bool zero_ok) {
+  return base::SizeRule{.bare_unit = 1, .lo = kMinCapacity, .zero_ok = zero_ok};
+}
 
 // One NAME=VALUE being applied, with the driver's name for messages.
 struct ParamValue {
@@ -42,47 +40,41 @@ struct ParamValue {
   std::string_view name;
   std::string_view value;
 
-  // "DRIVER: parameter 'NAME' must be ACCEPTED; got 'VALUE'".
-  Status error(std::string_view accepted) const;
+  // "DRIVER: parameter 'NAME'": what messages call the value.
+  std::string label() const;
+  // "LABEL: 'VALUE' is not accepted; expected EXPECTED", for checks of a
+  // driver's own (a path that must not be empty).
+  Status error(std::string_view expected) const;
 
-  // A decimal integer in lo..hi. A bad value is refused as "an integer in
-  // lo..hi", or with `accepted` where the caller gives it.
+  // A decimal integer in lo..hi; `note` (what the values mean) follows the
+  // range in the message: "expected an integer from 0 to 2 (NOTE)".
   template <typename T>
-  Status to_int(std::type_identity_t<T> lo, std::type_identity_t<T> hi, T* out,
-                std::string_view accepted = {}) const {
-    T v{};
-    if (!read_int(&v) || v < lo || v > hi) {
-      if (!accepted.empty()) return error(accepted);
-      return error("an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  Status to_int(std::type_identity_t<T> lo, std::type_identity_t<T> hi, T* out, std::string_view note = {}) const {
+    if constexpr (std::is_signed_v<T>) {
+      auto r = base::parse_int(label(), value, lo, hi, note);
+      if (!r) return r.status();
+      *out = static_cast<T>(*r);
+    } else {
+      auto r = base::parse_uint(label(), value, lo, hi, note);
+      if (!r) return r.status();
+      *out = static_cast<T>(*r);
     }
-    *out = v;
     return Status::OK();
   }
-  // Any value of an unsigned T ("an unsigned integer"); the range is for
-  // the caller to check.
+  // Any value of an unsigned T; the range is for the caller to check.
   template <typename T>
   Status to_uint(T* out) const {
     static_assert(std::is_unsigned_v<T>);
-    T v{};
-    if (!read_int(&v)) return error("an unsigned integer");
-    *out = v;
-    return Status::OK();
+    return to_int<T>(0, std::numeric_limits<T>::max(), out);
   }
   // A power of two in lo..hi (block sizes).
   Status to_power_of_two(unsigned lo, unsigned hi, unsigned* out) const;
-  // 1/y/Y/true or 0/n/N/false, as the kernel's bool module parameters.
+  // A boolean in base::parse_bool's spelling (1/0, y/n, true/false, ...).
   Status to_bool(bool* out) const;
   // One of `names` exactly; *index is its position. Refused as "A, B or C".
   Status to_choice(std::initializer_list<std::string_view> names, size_t* index) const;
-  // A byte count in `syntax`, refused as syntax.accepted.
-  Status to_size(const SizeSyntax& syntax, uint64_t* out) const;
-
- private:
-  template <typename T>
-  bool read_int(T* v) const {
-    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), *v);
-    return !value.empty() && ec == std::errc() && p == value.data() + value.size();
-  }
+  // A size under `rule` (base::parse_size), in bytes.
+  Status to_size(const base::SizeRule& rule, uint64_t* out) const;
 };
 
 // One parameter of a driver whose parsed form is P.
@@ -92,6 +84,9 @@ struct ParamDef {
   const char* default_value;  // as the parser accepts it
   const char* help;
   Status (*apply)(P& p, const ParamValue& v);
+  // A size parameter's rule, the one `apply` reads it with: param_infos()
+  // states it in the help, so --help and the error say the same.
+  const base::SizeRule* size = nullptr;
 };
 
 // "DRIVER: unknown parameter 'NAME' (known: a, b, c)".
@@ -127,7 +122,8 @@ Status parse_params(std::string_view driver, const ParamDef<P> (&defs)[N], const
 template <typename P, size_t N>
 std::vector<ParamInfo> param_infos(const ParamDef<P> (&defs)[N]) {
   std::vector<ParamInfo> v;
-  for (const ParamDef<P>& d : defs) v.push_back({d.name, d.default_value, d.help});
+  for (const ParamDef<P>& d : defs)
+    v.push_back({d.name, d.default_value, d.size ? std::string(d.help) + "; " + base::describe_size(*d.size) : d.help});
   return v;
 }
 

@@ -120,17 +120,17 @@ TEST(NullParams, RefusesBadValuesNamingTheParameter) {
     const char* range;  // part of the message that states what is accepted
   };
   const Case cases[] = {
-      {"submit_queues", "0", "1..4096"},      {"submit_queues", "x", "1..4096"},
-      {"poll_queues", "-1", "0..4096"},       {"hw_queue_depth", "0", "1..10240"},
-      {"hw_queue_depth", "10241", "1..10240"}, {"irqmode", "3", "2 (timer)"},
-      {"completion_nsec", "1e3", "0.."},      {"blocking", "2", "0 or 1"},
-      {"shared_tags", "yes", "0 or 1"},       {"no_sched", "3", "no scheduler"},
-      {"bs", "1000", "power of two"},         {"bs", "8192", "power of two"},
-      {"bs", "256", "power of two"},          {"size", "0", "1 MiB to 4 PiB"},
-      {"mbps", "40961", "0..40960"},          {"max_sectors", "65536", "1..65535"},
-      {"home_node", "-2", "-1.."},            {"irqmode", "", "2 (timer)"},
-      {"size", "12 ", "a size in MiB"},                 {"timeout_inject", "1,2,3", "<interval>"},
-      {"requeue", "1,101,0,1", "probability 0..100"}, {"init_hctx", "1,1,0,-2", "times >= -1"},
+      {"submit_queues", "0", "from 1 to 4096"},      {"submit_queues", "x", "from 1 to 4096"},
+      {"poll_queues", "-1", "from 0 to 4096"},       {"hw_queue_depth", "0", "from 1 to 10240"},
+      {"hw_queue_depth", "10241", "from 1 to 10240"}, {"irqmode", "3", "2 = timer"},
+      {"completion_nsec", "1e3", "from 0 to"},       {"blocking", "2", "1 or 0"},
+      {"shared_tags", "maybe", "1 or 0"},            {"no_sched", "3", "no scheduler"},
+      {"bs", "1000", "power of two"},                {"bs", "8192", "power of two"},
+      {"bs", "256", "power of two"},                 {"size", "0", "from 1 MiB to 4 PiB"},
+      {"mbps", "40961", "from 0 to 40960"},          {"max_sectors", "65536", "from 1 to 65535"},
+      {"home_node", "-2", "from -1 to"},             {"irqmode", "", "2 = timer"},
+      {"size", "12 ", "a number of MiB"},            {"timeout_inject", "1,2,3", "<interval>"},
+      {"requeue", "1,101,0,1", "from 0 to 100 (percent)"}, {"init_hctx", "1,1,0,-2", "-1 = unlimited"},
   };
   for (const Case& c : cases) {
     std::string e = parse_err({{c.name, c.value}});
@@ -155,7 +155,7 @@ TEST(NullParams, SizesTakeSuffixesAndABareNumberIsMib) {
   }
   for (const char* bad : {"1000k", "0M", "1.5G", "64X", "M"}) {
     const std::string e = parse_err({{"size", bad}});
-    EXPECT_NE(e.find("a size in MiB (a bare number: 1024 is 1 GiB) or with a suffix"), std::string::npos)
+    EXPECT_NE(e.find("expected a number of MiB (1024 is 1 GiB), or one with a suffix"), std::string::npos)
         << bad << ": " << e;
   }
 }

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "blkmq/blkmq.h"
-#include "drivers/scsi/scsi.h"
 #include "drivers/scsi/scsi_params.h"
 #include "support/device_test_util.h"
 
@@ -47,22 +46,19 @@ TEST(ScsiParams, EveryParameterIsRead) {
   EXPECT_TRUE(p.host.host_tagset);
 }
 
+// fio's size syntax (base/parse.h), bytes when bare, at least 1 MiB.
 TEST(ScsiParams, SizeSuffixes) {
-  EXPECT_EQ(*parse_size("size", "4096"), 4096u);
-  EXPECT_EQ(*parse_size("size", "4k"), 4096u);
-  EXPECT_EQ(*parse_size("size", "4K"), 4096u);
-  EXPECT_EQ(*parse_size("size", "3M"), 3ull << 20);
-  EXPECT_EQ(*parse_size("size", "2G"), 2ull << 30);
-  EXPECT_EQ(*parse_size("size", "2GiB"), 2ull << 30);
-  EXPECT_EQ(*parse_size("size", "2GB"), 2ull << 30);
-  EXPECT_EQ(*parse_size("size", "1T"), 1ull << 40);
-  EXPECT_EQ(*parse_size("size", "1p"), 1ull << 50);
-  for (const char* bad : {"", "G", "1X", "1Gx", "-1", "1.5G", "99999999999P", " 1"}) {
-    auto r = parse_size("size", bad);
-    EXPECT_FALSE(r.ok()) << bad;
-    if (!r) {
-      EXPECT_NE(r.status().message().find("'size'"), std::string::npos);
-    }
+  const struct {
+    const char* text;
+    uint64_t bytes;
+  } ok[] = {{"1048576", 1ull << 20}, {"1024k", 1ull << 20}, {"3M", 3ull << 20}, {"2G", 2ull << 30},
+            {"2GiB", 2ull << 30},    {"2GB", 2ull << 30},    {"1T", 1ull << 40}, {"1p", 1ull << 50}};
+  for (const auto& c : ok) EXPECT_EQ(parse_ok({{"size", c.text}}).lun.size, c.bytes) << c.text;
+  for (const char* bad : {"", "G", "1X", "1Gx", "-1", "1.5G", "99999999999P", " 1", "4096", "4k"}) {
+    const std::string e = parse_err({{"size", bad}});
+    EXPECT_EQ(e.rfind(std::string("scsi: parameter 'size': '") + bad + "' ", 0), 0u) << bad << ": " << e;
+    EXPECT_NE(e.find("expected a number of bytes, or one with a suffix k, m, g"), std::string::npos) << e;
+    EXPECT_NE(e.find("at least 1 MiB"), std::string::npos) << e;
   }
 }
 
@@ -91,7 +87,6 @@ TEST(ScsiParams, BadValuesAreRefusedByName) {
 }
 
 TEST(ScsiParams, DriverIsRegisteredWithItsParameters) {
-  scsi_driver_link();
   auto drivers = device_drivers();
   EXPECT_NE(std::find(drivers.begin(), drivers.end(), "scsi"), drivers.end());
   auto infos = device_params("scsi");

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
-#include "drivers/uring/uring.h"
 #include "drivers/uring/uring_dev.h"
 #include "drivers/uring/uring_params.h"
 #include "support/device_test_util.h"
@@ -53,7 +52,6 @@ using devtest::submit_wait;
 // ---- registration and parameters ----
 
 TEST(UringDevice, IsRegisteredWithEveryParameter) {
-  uring_driver_link();
   devtest::expect_registered("uring", uring::uring_param_infos());
 }
 
@@ -75,18 +73,24 @@ TEST(UringDevice, BadParametersAreRefused) {
   EXPECT_NE(make_error({{"filename", dir.path()}}).find("neither"), std::string::npos);
 }
 
+// fio's size syntax (base/parse.h): bytes when bare, 0 for the file's own
+// size, else at least 1 MiB.
 TEST(UringDevice, SizeSuffixes) {
-  uint64_t v = 0;
-  EXPECT_TRUE(uring::parse_size_bytes("4k", &v));
-  EXPECT_EQ(v, 4096u);
-  EXPECT_TRUE(uring::parse_size_bytes("3M", &v));
-  EXPECT_EQ(v, 3u << 20);
-  EXPECT_TRUE(uring::parse_size_bytes("2g", &v));
-  EXPECT_EQ(v, 2ull << 30);
-  EXPECT_FALSE(uring::parse_size_bytes("", &v));
-  EXPECT_FALSE(uring::parse_size_bytes("k", &v));
-  EXPECT_FALSE(uring::parse_size_bytes("1kb", &v));
-  EXPECT_FALSE(uring::parse_size_bytes("99999999999999999999", &v));
+  const struct {
+    const char* text;
+    uint64_t bytes;
+  } ok[] = {{"0", 0}, {"1m", 1u << 20}, {"3M", 3u << 20}, {"2g", 2ull << 30}, {"1024kb", 1u << 20},
+            {"2GiB", 2ull << 30}, {"1048576", 1u << 20}};
+  for (const auto& c : ok) {
+    auto p = uring::parse_uring_params({{"filename", "f"}, {"size", c.text}});
+    ASSERT_TRUE(p) << c.text << ": " << p.status().message();
+    EXPECT_EQ(p->size, c.bytes) << c.text;
+  }
+  for (const char* bad : {"", "k", "4k", "1024", "99999999999999999999", "1m ", "2x"}) {
+    auto p = uring::parse_uring_params({{"filename", "f"}, {"size", bad}});
+    ASSERT_FALSE(p) << bad;
+    EXPECT_NE(p.status().message().find("expected a number of bytes"), std::string::npos) << p.status().message();
+  }
 }
 
 TEST(UringDevice, CreatesAndSizesTheFile) {

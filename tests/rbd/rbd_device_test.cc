@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "blkmq/blkmq.h"
-#include "drivers/rbd/rbd.h"
 #include "drivers/rbd/rbd_params.h"
 #include "support/ceph_cluster.h"
 #include "support/cli_process.h"
@@ -72,7 +71,6 @@ std::unique_ptr<Device> open_image(const std::string& image = "img", ParamMap ex
 // ---- registration, parameters, connection errors (no cluster needed) ----
 
 TEST(RbdDevice, IsRegisteredWithEveryParameter) {
-  rbd_driver_link();
   devtest::expect_registered("rbd", rbd::rbd_param_infos());
 }
 

@@ -33,7 +33,6 @@ struct DriverCase {
 };
 
 std::vector<std::string> schedulers() {
-  blkmq::register_builtin_elevators();
   std::vector<std::string> s = {"none"};
   for (const std::string& n : blkmq::registered_elevators()) s.push_back(n);
   return s;

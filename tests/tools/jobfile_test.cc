@@ -134,7 +134,7 @@ TEST(JobFile, BadOptionsNameFileAndLine) {
     const char* want;
   };
   const Case cases[] = {
-      {"[j]\nbs=4x\n", ":2: bad value '4x' for --bs"},
+      {"[j]\nbs=4x\n", ":2: --bs: '4x' is not a size"},
       {"[j]\n\nnosuch=1\n", ":3: unknown option"},
       {"[j]\nbs\n", ":2: option 'bs' needs a value"},
       {"[global]\nbs=4k\n", "no job sections"},

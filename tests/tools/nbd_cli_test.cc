@@ -69,7 +69,7 @@ TEST(NbdCli, BadTlsOptionsAreRefused) {
   const struct {
     std::string args, says;
   } cases[] = {
-      {"--tls=maybe", "bad value 'maybe' for --tls"},
+      {"--tls=maybe", "--tls: 'maybe' is not accepted; expected off, on or require"},
       {"--tls=require", "needs --tls-certificates=DIR or --tls-psk=FILE"},
       {"--tls=on --tls-certificates=/x --tls-psk=/y", "exclude each other"},
       {"--tls-certificates=/x", "need --tls=on or --tls=require"},
@@ -113,7 +113,27 @@ TEST(NbdCli, RunSetsTheCaptiveVariablesOfTheFirstExport) {
 TEST(NbdCli, AnErrorIsOneLineAndAPointerToHelp) {
   std::string err;
   EXPECT_EQ(run_cli("--driver=null --size=16 --connections=0", &err), 1);
-  EXPECT_EQ(err, "blkmq nbd: bad value '0' for --connections\nsee blkmq nbd --help\n");
+  EXPECT_EQ(err,
+            "blkmq nbd: --connections: '0' is out of range; expected an integer from 1 to 4096\n"
+            "see blkmq nbd --help\n");
+}
+
+// Sizes and times take fio's units; a bare number's unit is the one the
+// error states (issue 27: --driver=uring --size=1024 served a 1 KiB file).
+TEST(NbdCli, SizesAndTimesTakeUnitsAndSayWhatABareNumberIs) {
+  std::string err;
+  EXPECT_EQ(run_cli("--driver=null --size=16m --port=0 --max-inflight 1g --idle-timeout 500ms --run true", &err), 0)
+      << err;
+  EXPECT_EQ(run_cli("--driver=null --size=16 --port=0 --max-inflight 8 --run true", &err), 1);
+  EXPECT_NE(err.find("--max-inflight: '8' is out of range; expected a number of MiB (1024 is 1 GiB)"),
+            std::string::npos) << err;
+  EXPECT_EQ(run_cli("--driver=null --size=16 --port=0 --idle-timeout 2x --run true", &err), 1);
+  EXPECT_NE(err.find("--idle-timeout: '2x' is not a time; expected a number of seconds"), std::string::npos) << err;
+  const std::string file = testing::TempDir() + "blkmq_nbd_tiny_" + std::to_string(getpid()) + ".img";
+  EXPECT_EQ(run_cli("--driver=uring --filename=" + file + " --size=1024 --port=0 --run true", &err), 1);
+  EXPECT_NE(err.find("uring: parameter 'size': '1024' is out of range; expected a number of bytes"),
+            std::string::npos) << err;
+  EXPECT_NE(access(file.c_str(), F_OK), 0) << "a 1 KiB file was created";
 }
 
 TEST(NbdCli, PlaintextTcpOffLoopbackWarns) {

@@ -2,14 +2,18 @@
 
 #include <algorithm>
 
-#include "bench/options.h"
+#include "base/parse.h"
 
 namespace bench {
+
+using blkmq::Status;
+
 namespace {
 
-Status bad_cycle(std::string_view arg, const std::string& why) {
-  return Status::invalid("bad value '" + std::string(arg) + "' for --cycle: " + why +
-                         " (expected PATH=V1,V2,...@MS, e.g. queue/scheduler=none,mq-deadline@100)");
+// `problem` as base/parse.h words it: "has no attribute path".
+Status bad_cycle(std::string_view arg, std::string_view problem) {
+  return blkmq::base::invalid_value("--cycle", arg, problem,
+                                    "PATH=V1,V2,...@MS, e.g. queue/scheduler=none,mq-deadline@100");
 }
 
 }  // namespace
@@ -17,19 +21,23 @@ Status bad_cycle(std::string_view arg, const std::string& why) {
 blkmq::Result<CycleSpec> parse_cycle(std::string_view arg) {
   size_t eq = arg.find('=');
   size_t at = arg.rfind('@');
-  if (eq == 0 || eq == std::string_view::npos) return bad_cycle(arg, "no attribute path");
-  if (at == std::string_view::npos || at < eq) return bad_cycle(arg, "no @MS period");
+  if (eq == 0 || eq == std::string_view::npos) return bad_cycle(arg, "has no attribute path");
+  if (at == std::string_view::npos || at < eq) return bad_cycle(arg, "has no @MS period");
   CycleSpec c;
   c.path = std::string(arg.substr(0, eq));
-  std::string_view ms = arg.substr(at + 1);
-  if (ms.size() > 2 && ms.substr(ms.size() - 2) == "ms") ms.remove_suffix(2);
-  if (!parse_uint(ms, &c.period_ms) || c.period_ms == 0 || c.period_ms > 86400000)
-    return bad_cycle(arg, "the period must be 1..86400000 milliseconds");
+  // Milliseconds when bare; kept in whole ms, at most a day.
+  constexpr blkmq::base::TimeRule kPeriod{.bare_unit_ns = blkmq::base::kNsPerMs,
+                                          .lo_ns = blkmq::base::kNsPerMs,
+                                          .hi_ns = 86400 * blkmq::base::kNsPerSec,
+                                          .resolution_ns = blkmq::base::kNsPerMs};
+  auto period = blkmq::base::parse_time_ns("--cycle period", arg.substr(at + 1), kPeriod);
+  if (!period) return period.status();
+  c.period_ms = *period / blkmq::base::kNsPerMs;
   std::string_view vals = arg.substr(eq + 1, at - eq - 1);
   for (size_t pos = 0;;) {
     size_t comma = vals.find(',', pos);
     std::string_view v = vals.substr(pos, comma == std::string_view::npos ? vals.npos : comma - pos);
-    if (v.empty()) return bad_cycle(arg, "empty value");
+    if (v.empty()) return bad_cycle(arg, "has an empty value");
     c.values.emplace_back(v);
     if (comma == std::string_view::npos) break;
     pos = comma + 1;

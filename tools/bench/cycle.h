@@ -24,8 +24,9 @@ struct CycleSpec {
   uint64_t period_ms = 0;
 };
 
-// Parses PATH=V1,V2,...@MS. Values cannot contain ','; MS is a positive
-// integer of milliseconds (an "ms" suffix is accepted).
+// Parses PATH=V1,V2,...@MS. Values cannot contain ','; MS is a time of
+// 1 ms to 1 day in whole milliseconds, ms when bare (base::parse_time_ns:
+// 100, 100ms, 2s).
 blkmq::Result<CycleSpec> parse_cycle(std::string_view arg);
 
 struct CycleResult {

@@ -12,17 +12,13 @@
 
 #include "blkmq/plug.h"
 #include "bench/layout.h"
+#include "base/clock.h"
 #include "bench/verify.h"
 
 namespace bench {
 namespace {
 
-// CLOCK_MONOTONIC through the vDSO: no system call.
-inline uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+using blkmq::base::now_ns;
 
 inline void cpu_relax() {
 #if defined(__x86_64__)

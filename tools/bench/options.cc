@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 
+#include "base/parse.h"
 #include "bench/jobfile.h"
 #include "bench/suggest.h"
 
@@ -21,44 +21,65 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-Status bad_value(std::string_view key, std::string_view value, std::string_view accepted) {
-  return Status::invalid("bad value '" + std::string(value) + "' for --" + std::string(key) +
-                         ": " + std::string(accepted));
+// Every option's error has base/parse.h's shape: "--KEY: 'V' <what is
+// wrong>; expected <what is accepted>".
+std::string flag_name(std::string_view key) { return "--" + std::string(key); }
+
+Status bad_value(std::string_view key, std::string_view value, std::string_view expected) {
+  return blkmq::base::invalid_value(flag_name(key), value, "is not accepted", expected);
 }
 
-// Parses an unsigned integer option within [lo, hi].
-Status get_uint(std::string_view key, std::string_view v, uint64_t lo, uint64_t hi, uint64_t* out) {
-  uint64_t x = 0;
-  if (!parse_uint(v, &x) || x < lo || x > hi)
-    return bad_value(key, v, "expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
-  *out = x;
+// An unsigned integer option within [lo, hi].
+template <typename T>
+Status set_uint(std::string_view key, std::string_view v, uint64_t lo, uint64_t hi, T* field) {
+  auto x = blkmq::base::parse_uint(flag_name(key), v, lo, hi);
+  if (!x) return x.status();
+  *field = static_cast<T>(*x);
   return Status::OK();
 }
 
 template <typename T>
-Status set_uint(std::string_view key, std::string_view v, uint64_t lo, uint64_t hi, T* field) {
-  uint64_t x = 0;
-  Status st = get_uint(key, v, lo, hi, &x);
-  if (st) *field = static_cast<T>(x);
-  return st;
+Status set_percent(std::string_view key, std::string_view v, unsigned lo, unsigned hi, T* field) {
+  auto x = blkmq::base::parse_percent(flag_name(key), v, lo, hi);
+  if (!x) return x.status();
+  *field = static_cast<T>(*x);
+  return Status::OK();
 }
 
 Status set_bool(std::string_view key, std::string_view v, bool* field) {
-  if (!parse_bool(v, field)) return bad_value(key, v, "expected 1/0, true/false, yes/no or on/off");
+  auto x = blkmq::base::parse_bool(flag_name(key), v);
+  if (!x) return x.status();
+  *field = *x;
   return Status::OK();
 }
 
-Status set_size(std::string_view key, std::string_view v, uint64_t lo, uint64_t* field) {
-  uint64_t x = 0;
-  if (!parse_size(v, &x)) return bad_value(key, v, "expected bytes with an optional k/m/g/t/p suffix");
-  if (x < lo) return bad_value(key, v, "must be at least " + std::to_string(lo));
-  *field = x;
+// Byte counts are fio's: bytes when bare, k/m/g/... suffixes.
+constexpr blkmq::base::SizeRule kJobSizeRule{.lo = 1};
+// Offsets address whole sectors.
+constexpr blkmq::base::SizeRule kOffsetRule{.multiple = blkmq::kSectorSize};
+// A request is whole sectors, and at most what one job buffer holds.
+constexpr blkmq::base::SizeRule kBsRule{
+    .lo = blkmq::kSectorSize, .hi = 256 * blkmq::base::kMiB, .multiple = blkmq::kSectorSize};
+constexpr blkmq::base::SizeRule kReplayAlignRule{.hi = blkmq::base::kTiB};
+
+template <typename T>
+Status set_size(std::string_view key, std::string_view v, const blkmq::base::SizeRule& rule, T* field) {
+  auto x = blkmq::base::parse_size(flag_name(key), v, rule);
+  if (!x) return x.status();
+  *field = static_cast<T>(*x);
   return Status::OK();
+}
+
+// "WHAT (default D); <the size syntax>": the help states what the parser
+// reads, from the same rule.
+std::string size_help(const char* what, const blkmq::base::SizeRule& rule) {
+  return std::string(what) + "; " + blkmq::base::describe_size(rule);
 }
 
 Status set_time(std::string_view key, std::string_view v, uint64_t* field) {
-  if (!parse_time_ns(v, field))
-    return bad_value(key, v, "expected a time in seconds, or with a us/ms/s/m/h/d suffix");
+  auto x = blkmq::base::parse_time_ns(flag_name(key), v);
+  if (!x) return x.status();
+  *field = *x;
   return Status::OK();
 }
 
@@ -69,24 +90,14 @@ Status apply_rw(BenchConfig&, JobSpec& j, std::string_view v) {
       {"randrw", RwMode::randrw}};
   auto it = kModes.find(lower(v));
   if (it == kModes.end())
-    return bad_value("rw", v, "expected read, write, randread, randwrite, rw/readwrite or randrw");
+    return bad_value("rw", v, "read, write, randread, randwrite, rw/readwrite or randrw");
   j.rw = it->second;
-  return Status::OK();
-}
-
-Status apply_bs(BenchConfig&, JobSpec& j, std::string_view v) {
-  uint64_t x = 0;
-  Status st = set_size("bs", v, 1, &x);
-  if (!st) return st;
-  if (x % blkmq::kSectorSize != 0 || x > (256u << 20))
-    return bad_value("bs", v, "must be a multiple of 512 and at most 256m");
-  j.bs = static_cast<uint32_t>(x);
   return Status::OK();
 }
 
 Status apply_rwmixwrite(BenchConfig&, JobSpec& j, std::string_view v) {
   unsigned w = 0;
-  Status st = set_uint("rwmixwrite", v, 0, 100, &w);
+  Status st = set_percent("rwmixwrite", v, 0, 100, &w);
   if (st) j.rwmixread = 100 - w;
   return st;
 }
@@ -96,7 +107,7 @@ Status apply_ioengine(BenchConfig&, JobSpec& j, std::string_view v) {
       {"io_uring", IoEngine::io_uring}, {"libaio", IoEngine::libaio},
       {"psync", IoEngine::psync}, {"sync", IoEngine::sync}};
   auto it = kEngines.find(lower(v));
-  if (it == kEngines.end()) return bad_value("ioengine", v, "expected io_uring, libaio, psync or sync");
+  if (it == kEngines.end()) return bad_value("ioengine", v, "io_uring, libaio, psync or sync");
   j.ioengine = it->second;
   return Status::OK();
 }
@@ -114,7 +125,7 @@ Status apply_verify(BenchConfig&, JobSpec& j, std::string_view v) {
   } else if (s == "0" || s == "none") {
     j.verify = VerifyMode::none;
   } else {
-    return bad_value("verify", v, "expected crc32c or none");
+    return bad_value("verify", v, "crc32c or none");
   }
   return Status::OK();
 }
@@ -134,7 +145,7 @@ Status apply_output_format(BenchConfig& c, JobSpec&, std::string_view v) {
     } else if (name == "json+") {
       set |= static_cast<uint8_t>(OutputFormat::json_plus);
     } else {
-      return bad_value("output-format", v, "expected normal, json or json+, or a comma list of them");
+      return bad_value("output-format", v, "normal, json or json+, or a comma list of them");
     }
     pos = comma + 1;
   }
@@ -146,7 +157,7 @@ Status apply_eta(BenchConfig& c, JobSpec&, std::string_view v) {
   static const std::map<std::string, EtaMode, std::less<>> kModes = {
       {"auto", EtaMode::auto_}, {"always", EtaMode::always}, {"never", EtaMode::never}};
   auto it = kModes.find(lower(v));
-  if (it == kModes.end()) return bad_value("eta", v, "expected auto, always or never");
+  if (it == kModes.end()) return bad_value("eta", v, "auto, always or never");
   c.eta = it->second;
   return Status::OK();
 }
@@ -161,11 +172,11 @@ Status set_nonempty(std::string_view key, std::string_view v, const char* expect
 }
 
 Status set_log_prefix(std::string_view key, std::string_view v, std::string* field) {
-  return set_nonempty(key, v, "expected a file name prefix", field);
+  return set_nonempty(key, v, "a file name prefix", field);
 }
 
 Status apply_driver(BenchConfig& c, JobSpec&, std::string_view v) {
-  if (v.empty()) return bad_value("driver", v, "expected a driver name");
+  if (v.empty()) return bad_value("driver", v, "a driver name");
   c.driver = std::string(v);
   if (c.param_lookup) c.driver_param_info = c.param_lookup(v);
   return Status::OK();
@@ -179,7 +190,7 @@ Status apply_cycle(BenchConfig& c, JobSpec&, std::string_view v) {
 }
 
 Status apply_scheduler(BenchConfig& c, JobSpec&, std::string_view v) {
-  if (v.empty()) return bad_value("scheduler", v, "expected a scheduler name");
+  if (v.empty()) return bad_value("scheduler", v, "a scheduler name");
   c.device_params["attr:queue/scheduler"] = std::string(v);
   return Status::OK();
 }
@@ -188,7 +199,7 @@ Status apply_scheduler(BenchConfig& c, JobSpec&, std::string_view v) {
 Status apply_attr(BenchConfig& c, JobSpec&, std::string_view v) {
   size_t eq = v.find('=');
   if (eq == 0 || eq == std::string_view::npos)
-    return bad_value("attr", v, "expected PATH=VALUE, e.g. queue/nomerges=2");
+    return bad_value("attr", v, "PATH=VALUE, e.g. queue/nomerges=2");
   c.device_params["attr:" + std::string(v.substr(0, eq))] = std::string(v.substr(eq + 1));
   return Status::OK();
 }
@@ -206,38 +217,44 @@ std::vector<OptionDef> make_defs() {
   return {
       {"name", nullptr, false, "job name",
        [](BenchConfig&, JobSpec& j, std::string_view v) {
-         if (v.empty()) return bad_value("name", v, "must not be empty");
+         if (v.empty()) return bad_value("name", v, "a job name");
          j.name = std::string(v);
          return Status::OK();
        }},
       {"rw", "readwrite", false, "read, write, randread, randwrite, rw, randrw (default read)", apply_rw},
       {"rwmixread", nullptr, false, "percent of reads in a mixed workload (default 50)",
-       JOB_UINT(rwmixread, 0, 100)},
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_percent("rwmixread", v, 0, 100, &j.rwmixread); }},
       {"rwmixwrite", nullptr, false, "percent of writes in a mixed workload", apply_rwmixwrite},
-      {"bs", "blocksize", false, "block size, k/m/g suffixes (default 4k)", apply_bs},
-      {"size", nullptr, false, "bytes per job (default: the device size)",
-       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("size", v, 1, &j.size); }},
-      {"offset", nullptr, false, "start offset in bytes (default 0)",
-       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("offset", v, 0, &j.offset); }},
-      {"offset_increment", nullptr, false, "clone N of numjobs starts at offset + N * this (default 0)",
+      {"bs", "blocksize", false, size_help("block size (default 4k)", kBsRule),
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("bs", v, kBsRule, &j.bs); }},
+      {"size", nullptr, false, size_help("bytes per job (default: the device size)", kJobSizeRule),
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("size", v, kJobSizeRule, &j.size); }},
+      {"offset", nullptr, false, size_help("start offset (default 0)", kOffsetRule),
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("offset", v, kOffsetRule, &j.offset); }},
+      {"offset_increment", nullptr, false,
+       size_help("clone N of numjobs starts at offset + N * this (default 0)", kOffsetRule),
        [](BenchConfig&, JobSpec& j, std::string_view v) {
-         return set_size("offset_increment", v, 0, &j.offset_increment);
+         return set_size("offset_increment", v, kOffsetRule, &j.offset_increment);
        }},
       {"read_iolog", nullptr, false,
        "replay the queued reads and writes of a blktrace FILE (one stream: blkparse -i PREFIX -d FILE)",
        [](BenchConfig&, JobSpec& j, std::string_view v) {
-         return set_nonempty("read_iolog", v, "expected a blktrace file", &j.read_iolog);
+         return set_nonempty("read_iolog", v, "a blktrace file", &j.read_iolog);
        }},
       {"replay_no_stall", nullptr, true, "replay as fast as iodepth allows, not at the recorded pace",
        JOB_BOOL("replay_no_stall", replay.no_stall)},
       {"replay_time_scale", nullptr, false, "percent of the recorded time between I/Os (default 100)",
        [](BenchConfig&, JobSpec& j, std::string_view v) {
-         return set_uint("replay_time_scale", v, 1, 1000000, &j.replay.time_scale);
+         return set_percent("replay_time_scale", v, 1, 1000000, &j.replay.time_scale);
        }},
-      {"replay_align", nullptr, false, "align replayed offsets down to this power of two (bytes)",
+      {"replay_align", nullptr, false,
+       size_help("align replayed offsets down to this power of two (default 0: no alignment)", kReplayAlignRule),
        [](BenchConfig&, JobSpec& j, std::string_view v) -> Status {
-         if (Status st = set_uint("replay_align", v, 0, uint64_t{1} << 40, &j.replay.align); !st) return st;
-         if (j.replay.align & (j.replay.align - 1)) return bad_value("replay_align", v, "expected a power of two");
+         uint64_t align = 0;
+         if (Status st = set_size("replay_align", v, kReplayAlignRule, &align); !st) return st;
+         if (align & (align - 1))
+           return blkmq::base::invalid_value(flag_name("replay_align"), v, "is not a power of two", "0 or a power of two");
+         j.replay.align = align;
          return Status::OK();
        }},
       {"replay_scale", nullptr, false, "divide replayed offsets by this (default 1)",
@@ -252,7 +269,8 @@ std::vector<OptionDef> make_defs() {
       {"numjobs", nullptr, false, "threads running this job (default 1)", JOB_UINT(numjobs, 1, 4096)},
       {"runtime", nullptr, false, "run time limit, seconds or with a suffix (5s, 1m)", JOB_TIME("runtime", runtime_ns)},
       {"time_based", nullptr, true, "run for the whole runtime, wrapping around", JOB_BOOL("time_based", time_based)},
-      {"ramp_time", nullptr, false, "warm-up time excluded from statistics", JOB_TIME("ramp_time", ramp_ns)},
+      {"ramp_time", nullptr, false, "warm-up time excluded from statistics, seconds or with a suffix (500ms, 1m)",
+       JOB_TIME("ramp_time", ramp_ns)},
       {"ioengine", nullptr, false, "io_uring (default), libaio, psync, sync", apply_ioengine},
       {"hipri", nullptr, true, "polled I/O: reap with Queue::poll", JOB_BOOL("hipri", hipri)},
       {"prio", nullptr, false, "I/O priority level 0-7", JOB_UINT(prio, 0, 7)},
@@ -278,26 +296,26 @@ std::vector<OptionDef> make_defs() {
       {"blktrace", nullptr, false,
        "record each device's blktrace events into DIR/<dev>.blktrace.<cpu> (blkparse -i DIR/<dev>)",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
-         return set_nonempty("blktrace", v, "expected a directory", &c.blktrace_dir);
+         return set_nonempty("blktrace", v, "a directory", &c.blktrace_dir);
        },
        OptionScope::run},
       {"control", nullptr, false,
        "listen on the Unix socket PATH (owner-only) for blkmq attr / blkmq stat during the run",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
-         return set_nonempty("control", v, "expected a socket path", &c.control_path);
+         return set_nonempty("control", v, "a socket path", &c.control_path);
        },
        OptionScope::run},
       {"show_attr", nullptr, false,
        "print queue attribute PATH of each device when the run ends (e.g. queue/iosched/lock_stat), repeatable",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
-         if (v.empty()) return bad_value("show_attr", v, "expected an attribute path, e.g. mq/0/dispatch_lock_stat");
+         if (v.empty()) return bad_value("show_attr", v, "an attribute path, e.g. mq/0/dispatch_lock_stat");
          c.sample_attrs.emplace_back(v);
          return Status::OK();
        },
        OptionScope::run},
       {"sysfs", nullptr, false, "keep DIR/block/<dev>/{stat,queue/*,...} live during the run (iostat -x -f DIR 1)",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
-         return set_nonempty("sysfs", v, "expected a directory", &c.sysfs_dir);
+         return set_nonempty("sysfs", v, "a directory", &c.sysfs_dir);
        },
        OptionScope::run},
       {"output", nullptr, false, "write the report to FILE",
@@ -436,11 +454,6 @@ Status finalize_job(JobSpec& j) {
   j.iodepth_batch_complete = std::min(j.iodepth_batch_complete, j.iodepth);
   if (j.prio >= 0 && j.prioclass < 0) j.prioclass = 2;  // a level alone means best effort
   if (j.prioclass >= 0 && j.prio < 0) j.prio = 4;       // the kernel's default level
-  if (j.offset % blkmq::kSectorSize != 0)
-    return Status::invalid("--offset=" + std::to_string(j.offset) + " is not a multiple of 512");
-  if (j.offset_increment % blkmq::kSectorSize != 0)
-    return Status::invalid("--offset_increment=" + std::to_string(j.offset_increment) +
-                           " is not a multiple of 512");
   if (j.size != 0 && j.size < j.bs)
     return Status::invalid("--size=" + std::to_string(j.size) + " is smaller than --bs=" + std::to_string(j.bs));
   if (j.time_based && j.runtime_ns == 0)
@@ -448,81 +461,6 @@ Status finalize_job(JobSpec& j) {
   if (j.verify != VerifyMode::none && j.bs < 64)
     return Status::invalid("--verify needs --bs of at least 64 bytes");
   return Status::OK();
-}
-
-bool parse_uint(std::string_view s, uint64_t* out) {
-  if (s.empty()) return false;
-  uint64_t x = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    uint64_t d = static_cast<uint64_t>(c - '0');
-    if (x > (std::numeric_limits<uint64_t>::max() - d) / 10) return false;
-    x = x * 10 + d;
-  }
-  *out = x;
-  return true;
-}
-
-namespace {
-
-// Splits "123suffix" into the number and the lower-cased suffix.
-bool split_number(std::string_view s, uint64_t* num, std::string* suffix) {
-  size_t i = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-  if (i == 0 || !parse_uint(s.substr(0, i), num)) return false;
-  *suffix = lower(s.substr(i));
-  return true;
-}
-
-bool mul_checked(uint64_t a, uint64_t b, uint64_t* out) {
-  if (b != 0 && a > std::numeric_limits<uint64_t>::max() / b) return false;
-  *out = a * b;
-  return true;
-}
-
-}  // namespace
-
-bool parse_size(std::string_view s, uint64_t* out) {
-  uint64_t n = 0;
-  std::string suf;
-  if (!split_number(s, &n, &suf)) return false;
-  // fio's default kb_base=1024: k, kb, kib all mean 1024.
-  static const char kUnits[] = "kmgtp";
-  uint64_t mult = 1;
-  if (!suf.empty() && suf != "b") {
-    const char* p = std::strchr(kUnits, suf[0]);
-    if (p == nullptr || *p == '\0') return false;
-    std::string rest = suf.substr(1);
-    if (!rest.empty() && rest != "b" && rest != "ib") return false;
-    mult = uint64_t{1} << (10 * (p - kUnits + 1));
-  }
-  return mul_checked(n, mult, out);
-}
-
-bool parse_time_ns(std::string_view s, uint64_t* out) {
-  uint64_t n = 0;
-  std::string suf;
-  if (!split_number(s, &n, &suf)) return false;
-  static const std::map<std::string, uint64_t, std::less<>> kUnits = {
-      {"", 1000000000ull},    {"s", 1000000000ull},     {"sec", 1000000000ull},
-      {"ns", 1ull},           {"nsec", 1ull},           {"us", 1000ull},
-      {"usec", 1000ull},      {"ms", 1000000ull},       {"msec", 1000000ull},
-      {"m", 60000000000ull},  {"min", 60000000000ull},  {"h", 3600000000000ull},
-      {"hr", 3600000000000ull}, {"hour", 3600000000000ull}, {"d", 86400000000000ull}};
-  auto it = kUnits.find(suf);
-  return it != kUnits.end() && mul_checked(n, it->second, out);
-}
-
-bool parse_bool(std::string_view s, bool* out) {
-  std::string v = lower(s);
-  if (v == "1" || v == "true" || v == "yes" || v == "on") {
-    *out = true;
-  } else if (v == "0" || v == "false" || v == "no" || v == "off") {
-    *out = false;
-  } else {
-    return false;
-  }
-  return true;
 }
 
 std::string prescan_driver(int argc, const char* const* argv) {

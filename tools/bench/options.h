@@ -150,7 +150,7 @@ struct OptionDef {
   const char* name;
   const char* alias;  // nullptr if none
   bool flag;
-  const char* help;
+  std::string help;
   Status (*apply)(BenchConfig& cfg, JobSpec& job, std::string_view value);
   OptionScope scope = OptionScope::job;
 };
@@ -179,13 +179,6 @@ Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::s
 // batch sizes are capped at iodepth, prio without class means best effort).
 // Run after all options of a job are applied.
 Status finalize_job(JobSpec& job);
-
-// Value parsers, fio style. Sizes take k/m/g/t/p suffixes (base 1024, an
-// optional "b"/"ib"); times default to seconds and take us/ms/s/m/h/d.
-bool parse_size(std::string_view s, uint64_t* out);
-bool parse_time_ns(std::string_view s, uint64_t* out);
-bool parse_bool(std::string_view s, bool* out);
-bool parse_uint(std::string_view s, uint64_t* out);
 
 // Finds --driver=NAME / --driver NAME in argv, so the driver's parameters
 // can be registered before the full parse. Without one: "uring" when argv

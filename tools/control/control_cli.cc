@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/parse.h"
 #include "control/control.h"
 
 namespace control {
@@ -24,8 +25,9 @@ constexpr const char* kAttrUsage =
     "DEV ATTR=VALUE: writes it, with the checks and messages of --attr (e.g. queue/scheduler=bfq).\n";
 constexpr const char* kStatUsage =
     "usage: blkmq stat --control PATH [INTERVAL [COUNT]]\n"
-    "Every INTERVAL seconds (default 1; COUNT times, default until stopped), one line per device of a\n"
-    "running blkmq process, as iostat -x prints them: r/s w/s rkB/s wkB/s r_await w_await aqu-sz %util.\n";
+    "Every INTERVAL (seconds when bare, or 500ms; default 1), COUNT times (default until stopped), one line\n"
+    "per device of a running blkmq process, as iostat -x prints them: r/s w/s rkB/s wkB/s r_await w_await\n"
+    "aqu-sz %util.\n";
 
 int fail(const char* tool, const std::string& msg) {
   std::fprintf(stderr, "blkmq %s: %s\n", tool, msg.c_str());
@@ -149,9 +151,14 @@ int stat_main(int argc, char** argv) {
   std::string path;
   std::unique_ptr<Client> c = connect_from_args(argc, argv, "stat", kStatUsage, &w, &path);
   if (!c) return 1;
-  const double interval = w.empty() ? 1.0 : std::atof(w[0].c_str());
-  const long count = w.size() < 2 ? -1 : std::atol(w[1].c_str());
-  if (interval <= 0 || (w.size() == 2 && count <= 0)) return fail("stat", "INTERVAL and COUNT must be positive");
+  // INTERVAL: seconds when bare, as iostat's, to the millisecond (0.5, 250ms).
+  constexpr blkmq::base::TimeRule kInterval{.lo_ns = blkmq::base::kNsPerMs, .resolution_ns = blkmq::base::kNsPerMs};
+  auto interval_ns = blkmq::base::parse_time_ns("INTERVAL", w.empty() ? "1" : w[0], kInterval);
+  if (!interval_ns) return fail("stat", interval_ns.status().message());
+  const double interval = static_cast<double>(*interval_ns) / blkmq::base::kNsPerSec;
+  auto count_or = blkmq::base::parse_uint("COUNT", w.size() < 2 ? "1" : w[1], 1, INT64_MAX);
+  if (!count_or) return fail("stat", count_or.status().message());
+  const long count = w.size() < 2 ? -1 : static_cast<long>(*count_or);
   json l = call(*c, {{"op", "list"}});
   if (!l["ok"].get<bool>()) return fail("stat", l["error"].get<std::string>());
   std::vector<std::string> devs = l["devices"].get<std::vector<std::string>>();

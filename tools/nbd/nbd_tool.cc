@@ -14,6 +14,7 @@
 #include <set>
 #include <vector>
 
+#include "base/parse.h"
 #include "blkmq/device.h"
 #include "blkmq/sysfs_tree.h"
 #include "nbd/server.h"
@@ -46,7 +47,7 @@ struct Options {
 
 constexpr const char* kUsage =
     "usage: blkmq nbd [--socket PATH | --port N [--bind ADDR]] [--connections N] [--handshakes N] [--run CMD]\n"
-    "                 [--idle-timeout SECONDS] [--max-inflight MiB]\n"
+    "                 [--idle-timeout TIME] [--max-inflight SIZE]\n"
     "                 [--blktrace DIR] [--control PATH] [--sysfs DIR]\n"
     "                 [--tls=off|on|require (--tls-certificates=DIR [--tls-verify-peer] | --tls-psk=FILE)]\n"
     "                 EXPORT [--export NAME EXPORT ...]\n"
@@ -65,10 +66,12 @@ constexpr const char* kUsage =
     "--handshakes N (default 16) more may be in their handshake, apart from them: when those are all taken,\n"
     "a new client drops the one stalled longest if it has been there 1 s, else it is closed before the\n"
     "greeting (libnbd: \"server disconnected unexpectedly\"), as are clients over --connections. TCP\n"
-    "connections get keepalive probes (60 s idle, 6 probes 10 s apart). --idle-timeout S ends a connection\n"
-    "with nothing in flight that sends nothing for S seconds (default 0: never). --max-inflight MiB bounds\n"
-    "the payload buffers of all connections together (default: an eighth of the machine's memory, at\n"
-    "least 256; 32 at least): a request that does not fit waits.\n"
+    "connections get keepalive probes (60 s idle, 6 probes 10 s apart). --idle-timeout TIME ends a connection\n"
+    "with nothing in flight that sends nothing for TIME (seconds when bare, or 500ms, 5m; at most 1 d;\n"
+    "default 0: never). --max-inflight SIZE bounds the payload buffers of all connections together (MiB\n"
+    "when bare, or with a suffix k, m, g, t: 512m, 2g; at least 32 MiB; default: an eighth of the machine's\n"
+    "memory, at least 256 MiB): a request that does not fit waits. Driver sizes (--size) are the driver's:\n"
+    "null counts MiB when bare, as null_blk; uring, ublk and scsi count bytes, as fio, from 1 MiB up.\n"
     "TLS (STARTTLS, through GnuTLS): --tls=on offers it, --tls=require serves nothing without it.\n"
     "--tls-certificates=DIR holds server-cert.pem, server-key.pem, ca-cert.pem (needed by --tls-verify-peer,\n"
     "which requires client certificates signed by that CA) and optionally ca-crl.pem; --tls-psk=FILE holds\n"
@@ -80,6 +83,15 @@ constexpr const char* kUsage =
     "blkmq stat: read and write any attribute of the served devices (switch a scheduler) while they serve.\n"
     "--sysfs DIR keeps DIR/block/<dev>/ (stat, queue/*, mq/*) live, laid out as /sys/block: iostat -x -f DIR 1.\n";
 
+// --max-inflight: MiB when bare, as it has always counted, with fio's
+// suffixes; at least 32 MiB (a few requests of the largest size).
+constexpr blkmq::base::SizeRule kMaxInflightRule{
+    .bare_unit = blkmq::base::kMiB, .lo = 32 * blkmq::base::kMiB, .hi = blkmq::base::kPiB, .multiple = 1};
+
+// --idle-timeout: seconds when bare, kept in whole milliseconds.
+constexpr blkmq::base::TimeRule kIdleTimeoutRule{
+    .hi_ns = 86400 * blkmq::base::kNsPerSec, .resolution_ns = blkmq::base::kNsPerMs};
+
 // An error line and where the usage is, not the whole usage (issue 27: the
 // error scrolled away under it).
 int bad(const std::string& msg) {
@@ -87,30 +99,57 @@ int bad(const std::string& msg) {
   return 1;
 }
 
-bool number(const std::string& s, unsigned long lo, unsigned long hi, unsigned long* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long v = std::strtoul(s.c_str(), &end, 10);
-  if (s.empty() || *end || errno || v < lo || v > hi) return false;
-  *out = v;
+// An integer option in lo..hi into *out; false with *err set (base/parse.h's
+// wording) when it is not.
+template <typename T>
+bool number(const std::string& key, const std::string& value, uint64_t lo, uint64_t hi, T* out, std::string* err) {
+  auto r = blkmq::base::parse_uint("--" + key, value, lo, hi);
+  if (!r) {
+    *err = r.status().message();
+    return false;
+  }
+  *out = static_cast<T>(*r);
   return true;
 }
 
-// An option of the export being described; false if `key` is not one or
-// its value is bad (*err says which).
+// --port, --connections, --handshakes, --idle-timeout, --max-inflight:
+// true if `key` is one of them, with *err set when its value is bad.
+bool server_number(const std::string& key, const std::string& value, blkmq::nbd::ServerConfig* s, std::string* err) {
+  if (key == "port") {
+    number(key, value, 0, 65535, &s->port, err);
+  } else if (key == "connections" || key == "handshakes") {
+    number(key, value, 1, 4096, key == "connections" ? &s->max_connections : &s->max_handshakes, err);
+  } else if (key == "idle-timeout") {
+    auto r = blkmq::base::parse_time_ns("--idle-timeout", value, kIdleTimeoutRule);
+    if (r) s->conn.idle_timeout_ms = static_cast<unsigned>(*r / blkmq::base::kNsPerMs);
+    else *err = r.status().message();
+  } else if (key == "max-inflight") {
+    auto r = blkmq::base::parse_size("--max-inflight", value, kMaxInflightRule);
+    if (r) s->max_inflight_bytes = *r;
+    else *err = r.status().message();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// An option of the export being described; false if its value is bad
+// (*err says why). Keys that are no export option are driver parameters.
 bool export_option(const std::string& key, const std::string& value, ExportOpts* e, std::string* err) {
-  unsigned long n = 0;
   const size_t eq = value.find('=');
   if (key == "name") e->name = value;
   else if (key == "description") e->description = value;
   else if (key == "driver") e->driver = value;
   else if (key == "scheduler") e->params["attr:queue/scheduler"] = value;
-  else if (key == "weight" && number(value, 1, 1000, &n)) e->weight = static_cast<uint16_t>(n);
+  else if (key == "weight") return number(key, value, 1, 1000, &e->weight, err);
   else if (key == "attr" && eq != std::string::npos && eq > 0)
     e->params["attr:" + value.substr(0, eq)] = value.substr(eq + 1);
-  else if (key == "alias" && eq != std::string::npos && number(value.substr(eq + 1), 1, 1000, &n))
-    e->aliases.emplace_back(value.substr(0, eq), static_cast<uint16_t>(n));
-  else if (key == "weight" || key == "attr" || key == "alias") *err = "bad value '" + value + "' for --" + key;
+  else if (key == "attr") *err = blkmq::base::invalid_value("--attr", value, "is not accepted", "PATH=VALUE").message();
+  else if (key == "alias" && eq != std::string::npos && eq > 0) {
+    uint16_t w = 0;
+    if (!number(key + " " + value.substr(0, eq), value.substr(eq + 1), 1, 1000, &w, err)) return false;
+    e->aliases.emplace_back(value.substr(0, eq), w);
+  } else if (key == "alias") *err = blkmq::base::invalid_value("--alias", value, "is not accepted", "NAME=W").message();
   else e->params[key] = value;
   return err->empty();
 }
@@ -158,8 +197,6 @@ void warn_unverified_plaintext(const Options& o) {
                "which no certificate check applies to; use --tls=require to admit only verified clients\n");
 }
 
-bool truthy(const std::string& v) { return v == "1" || v == "true" || v == "yes" || v == "on"; }
-
 // A memory-backed null device keeps every written page in this process:
 // larger than the machine's memory, filling it ends in the OOM killer.
 void warn_memory_backed(const std::vector<ExportOpts>& eos, const std::vector<std::unique_ptr<blkmq::Device>>& devs) {
@@ -168,7 +205,9 @@ void warn_memory_backed(const std::vector<ExportOpts>& eos, const std::vector<st
   const uint64_t phys = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
   for (size_t i = 0; i < eos.size() && i < devs.size(); i++) {
     auto mb = eos[i].params.find("memory_backed");
-    if (eos[i].driver != "null" || mb == eos[i].params.end() || !truthy(mb->second)) continue;
+    if (eos[i].driver != "null" || mb == eos[i].params.end()) continue;
+    // The device exists, so its driver took the value: it parses.
+    if (auto on = blkmq::base::parse_bool("memory_backed", mb->second); !on || !*on) continue;
     if (devs[i]->size_bytes() <= phys) continue;
     std::fprintf(stderr, "blkmq nbd: warning: memory-backed device %s (%llu MiB) is larger than this machine's "
                  "memory (%llu MiB): writing it all would exhaust memory\n", devs[i]->queue().name().c_str(),
@@ -205,25 +244,19 @@ int parse(int argc, char** argv, Options* o) {
     } else {
       return bad("--" + key + " needs a value");
     }
-    unsigned long n = 0;
     if (key == "socket") o->server.socket_path = value;
-    else if (key == "port" && number(value, 0, 65535, &n)) o->server.port = static_cast<int>(n);
-    else if (key == "bind") o->server.bind = value;
+    else if (server_number(key, value, &o->server, &err)) {
+      if (!err.empty()) return bad(err);
+    } else if (key == "bind") o->server.bind = value;
     else if (key == "tls" && tls_mode(value, &o->server.tls.mode)) continue;
-    else if (key == "tls") return bad("bad value '" + value + "' for --tls (off, on or require)");
+    else if (key == "tls") return bad(blkmq::base::invalid_value("--tls", value, "is not accepted", "off, on or require").message());
     else if (key == "tls-certificates") o->server.tls.certificates = value;
     else if (key == "tls-psk") o->server.tls.psk_file = value;
-    else if (key == "connections" && number(value, 1, 4096, &n)) o->server.max_connections = static_cast<unsigned>(n);
-    else if (key == "handshakes" && number(value, 1, 4096, &n)) o->server.max_handshakes = static_cast<unsigned>(n);
-    else if (key == "idle-timeout" && number(value, 0, 86400, &n)) o->server.conn.idle_timeout_ms = static_cast<unsigned>(n * 1000);
-    else if (key == "max-inflight" && number(value, 32, 1ul << 30, &n)) o->server.max_inflight_bytes = uint64_t{n} << 20;
     else if (key == "run") o->run = value;
     else if (key == "blktrace" && !value.empty()) o->blktrace_dir = value;
     else if (key == "control" && !value.empty()) o->control_path = value;
     else if (key == "sysfs" && !value.empty()) o->sysfs_dir = value;
     else if (key == "export") o->exports.emplace_back().name = value;
-    else if (key == "port" || key == "connections" || key == "handshakes" || key == "idle-timeout" || key == "max-inflight")
-      return bad("bad value '" + value + "' for --" + key);
     else if (!export_option(key, value, &o->exports.back(), &err)) return bad(err);
   }
   if (!o->server.socket_path.empty() && o->server.port >= 0) return bad("--socket and --port exclude each other");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/parse.h"
 #include "bench/options.h"
 #include "reproduce/interleave.h"
 #include "reproduce/table.h"
@@ -83,10 +84,12 @@ int compare_main(int argc, char** argv) {
   const size_t eq = spec.find('='), comma = spec.find(',', eq == std::string::npos ? 0 : eq);
   if (eq == std::string::npos || eq == 0 || comma == std::string::npos || comma == eq + 1 ||
       comma + 1 == spec.size() || spec.find(',', comma + 1) != std::string::npos)
-    return fail("bad value '" + spec + "' for --compare: expected PATH=A,B, e.g. queue/rq_affinity=1,2");
-  uint64_t rounds = 0;
-  if (!bench::parse_uint(repeat, &rounds) || rounds < 1 || rounds > 1000)
-    return fail("bad value '" + repeat + "' for --repeat: expected an integer in 1..1000");
+    return fail(blkmq::base::invalid_value("--compare", spec, "is not two values of one attribute",
+                                           "PATH=A,B, e.g. queue/rq_affinity=1,2")
+                    .message());
+  auto rounds_or = blkmq::base::parse_uint("--repeat", repeat, 1, 1000);
+  if (!rounds_or) return fail(rounds_or.status().message());
+  const uint64_t rounds = *rounds_or;
   Experiment e;
   e.id = "compare";
   e.title = "the same job, " + spec.substr(0, eq) + " at each value";

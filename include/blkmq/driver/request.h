@@ -38,18 +38,23 @@ enum RqFlag : uint32_t {
 // Requests live in per-tag arrays allocated when the tag set or scheduler is
 // set up; nothing here is allocated per I/O. The driver's per-request payload
 // (TagSetConfig::cmd_size bytes) follows the struct: see pdu().
+//
+// Who owns what. The sections below say who writes each field; everyone
+// else only reads it, and only where its comment allows. A driver writes
+// nothing here but its pdu() (and data_len through update_request); a
+// scheduler writes only its own section; the rest is the core's.
 struct alignas(64) Request {
-  // ---- identity, fixed at allocation ----
+  // ---- identity: the core's, fixed while the request is allocated ----
   Queue* q = nullptr;
   HwCtx* mq_hctx = nullptr;
   SwCtx* mq_ctx = nullptr;
   int tag = kNoTag;            // driver tag, kNoTag until one is assigned
   int internal_tag = kNoTag;   // scheduler tag, kNoTag without a scheduler
 
-  // ---- what to do ----
+  // ---- what to do: the core's; the driver reads them in queue_rq ----
   ReqOp op = ReqOp::read;
   uint32_t cmd_flags = 0;      // BioFlag bits
-  uint32_t rq_flags = 0;       // RqFlag bits
+  uint32_t rq_flags = 0;       // RqFlag bits (the core's and the scheduler's)
   uint16_t ioprio = 0;
   uint16_t nr_phys_segments = 0;
   uint64_t sector = 0;         // start sector (512 B)
@@ -58,7 +63,9 @@ struct alignas(64) Request {
   Bio* biotail = nullptr;
   IoContext* ioc = nullptr;    // the I/O context of the first bio
 
-  // ---- state ----
+  // ---- state, timing and accounting: the core's alone ----
+  // (A driver may read status in its complete hook and deadline_ns;
+  // schedulers may read start_time_ns and io_start_time_ns.)
   std::atomic<RqState> state{RqState::idle};
   std::atomic<int> ref{0};     // pins the request for tag iteration and timeouts
   std::atomic<uint8_t> timed_out{0};  // the timeout handler ran for this issue
@@ -72,20 +79,26 @@ struct alignas(64) Request {
   uint64_t io_start_time_ns = 0;  // issue to the driver (kRqfStats)
   BlkStatus status = BlkStatus::ok;  // end status set by complete/timeout paths
 
-  // ---- linkage ----
+  // ---- linkage: queuelist and rq_next belong to whoever holds the
+  // request (ctx, dispatch or requeue list, the scheduler, a plug, a
+  // completion list); hash_node to the core's back-merge hash ----
   ListNode queuelist;          // ctx, dispatch, scheduler, requeue lists
   Request* rq_next = nullptr;  // singly linked lists: plug, batches, completion lists
   ListNode hash_node;          // elevator back-merge hash
-  RbNode rb_node;              // a scheduler's sort tree (blkmq/rbtree.h)
+
+  // ---- the scheduler's, while it holds the request ----
+  RbNode rb_node;              // a scheduler's sort tree (blkmq/elevator/rbtree.h)
   uint64_t fifo_time = 0;      // scheduler FIFO deadline
   void* elv_priv[3] = {nullptr, nullptr, nullptr};  // scheduler private
 
-  // Completion callback for passthrough-style users (flush machine, sync
-  // helpers). Returns true to free the request, false if the callee kept it.
+  // ---- completion callback: set by whoever allocated a passthrough
+  // request (Queue::alloc_request), or by the core's sync helpers and
+  // flush machinery. Returns true to free the request, false if the
+  // callee kept it ----
   bool (*end_io)(Request* rq, BlkStatus st) = nullptr;
   void* end_io_data = nullptr;
-  // Flush machinery (preflush / data / postflush steps done) and the end_io
-  // it replaced.
+  // ---- the flush machinery's (core): PREFLUSH/DATA/POSTFLUSH steps done,
+  // and the end_io it replaced ----
   uint8_t flush_seq = 0;
   bool (*flush_saved_end_io)(Request* rq, BlkStatus st) = nullptr;
 

@@ -167,14 +167,17 @@ void queue_enable_stats(Queue* q);
 // The elevator instance of a queue (nullptr for none).
 ElevatorQueue* queue_elevator(Queue* q);
 
-// Registers a scheduler by name. Task context; call before creating queues
-// that should list it. Error if the name is taken.
+// Registers *type, which must stay alive (and unchanged) for the rest of
+// the process, as a queue/scheduler choice. Refused: no name, "none", or a
+// required hook missing (EINVAL); a name or alias that one registered
+// scheduler already answers to, a built-in's included (EEXIST, "elevator
+// 'NAME' is already registered"). Any thread, also from a static
+// initializer; queues list it from then on. Cheap (a lock and a walk over
+// the schedulers). The built-ins (mq-deadline, kyber, bfq) are registered
+// from the first use of the registry on; nobody needs to ask for them.
 Status register_elevator(const ElevatorType* type);
-// Registered names in registration order.
+// Registered names: the built-ins in the kernel's order (mq-deadline, kyber,
+// bfq), then the others in registration order. Any thread.
 std::vector<std::string> registered_elevators();
-// Registers the built-in schedulers (mq-deadline, kyber, bfq as they
-// exist). Idempotent; the core calls it before any lookup, so applications
-// need not. Implemented in src/sched/builtin.cc.
-void register_builtin_elevators();
 
 }  // namespace blkmq

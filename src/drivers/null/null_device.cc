@@ -4,16 +4,17 @@
 #include <mutex>
 
 #include "base/clock.h"
+#include "base/registry.h"
 #include "blkmq/driver/context.h"
+#include "blkmq/driver/device_driver.h"
 #include "drivers/index_alloc.h"
-#include "drivers/null/null.h"
 #include "drivers/null/null_dev.h"
 
 namespace blkmq::nullb {
 namespace {
 
 // A literal, not a std::string: registration may run before this file's
-// dynamic initializers (null_driver_link() from another static initializer).
+// dynamic initializers (the registry's first use from a static initializer).
 constexpr const char* kDriverName = "null";
 // null_blk's tag set timeout.
 constexpr unsigned kNullTimeoutMs = 5000;
@@ -274,26 +275,6 @@ Result<std::unique_ptr<Device>> NullDevice::create(const ParamMap& params) {
 
 }  // namespace blkmq::nullb
 
-namespace blkmq {
-namespace {
-
-Result<std::unique_ptr<Device>> create_null_device(const ParamMap& params) {
-  return nullb::NullDevice::create(params);
-}
-
-bool register_null_driver() {
-  // Function-local statics: safe whatever the order of static
-  // initialization, and registered exactly once.
-  static const DeviceDriver driver{nullb::kDriverName, &create_null_device,
-                                   nullb::null_param_infos()};
-  static const bool registered = (register_device_driver(&driver), true);
-  return registered;
-}
-
-[[maybe_unused]] const bool kNullRegistered = register_null_driver();
-
-}  // namespace
-
-void null_driver_link() { (void)register_null_driver(); }
-
-}  // namespace blkmq
+// The driver, listed by the table CMake generates from src/drivers' folders.
+BLKMQ_BUILTIN(blkmq::DeviceDriver, driver, null, 0,
+              {blkmq::nullb::kDriverName, &blkmq::nullb::NullDevice::create, blkmq::nullb::null_param_infos()});

@@ -1,28 +1,17 @@
 #include "drivers/null/null_fault.h"
 
-#include <charconv>
+#include <cstdint>
 #include <cstdio>
-#include <limits>
 #include <thread>
+
+#include "base/parse.h"
 
 namespace blkmq::nullb {
 namespace {
 
 constexpr const char* kFaultSyntax =
-    "expected \"<interval>,<probability>,<space>,<times>\" with interval >= 0, "
+    "\"<interval>,<probability>,<space>,<times>\": four integers, interval >= 0, "
     "probability 0..100 (percent), space >= 0 (bytes), times >= -1 (-1 = unlimited)";
-
-template <typename T>
-bool parse_int(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-Status fault_error(std::string_view param, std::string_view value) {
-  return Status::invalid("null: parameter '" + std::string(param) + "': " + kFaultSyntax +
-                         "; got \"" + std::string(value) + "\"");
-}
 
 // A cheap per-thread generator: fault decisions need no cryptographic
 // quality, only independence between threads and no shared state.
@@ -42,24 +31,28 @@ uint32_t fault_random() {
 Result<FaultConfig> parse_fault_config(std::string_view param, std::string_view value) {
   FaultConfig cfg;
   if (value.empty()) return cfg;
+  const std::string label = "null: parameter '" + std::string(param) + "'";
   std::string_view parts[4];
   std::string_view rest = value;
   for (int i = 0; i < 4; i++) {
     size_t comma = rest.find(',');
-    if (i < 3 && comma == std::string_view::npos) return fault_error(param, value);
+    if ((i < 3) != (comma != std::string_view::npos))
+      return base::invalid_value(label, value, "is not a fault spec", kFaultSyntax);
     parts[i] = i < 3 ? rest.substr(0, comma) : rest;
     if (i < 3) rest.remove_prefix(comma + 1);
   }
-  uint64_t probability = 0;
-  uint64_t space = 0;
-  if (!parse_int(parts[0], &cfg.interval) || !parse_int(parts[1], &probability) ||
-      probability > 100 || !parse_int(parts[2], &space) ||
-      space > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-      !parse_int(parts[3], &cfg.times) || cfg.times < -1) {
-    return fault_error(param, value);
-  }
-  cfg.probability = static_cast<unsigned>(probability);
-  cfg.space = space;
+  auto interval = base::parse_uint(label + ", interval", parts[0]);
+  if (!interval) return interval.status();
+  auto probability = base::parse_uint(label + ", probability", parts[1], 0, 100, "percent");
+  if (!probability) return probability.status();
+  auto space = base::parse_uint(label + ", space", parts[2], 0, INT64_MAX, "bytes");
+  if (!space) return space.status();
+  auto times = base::parse_int(label + ", times", parts[3], -1, INT64_MAX, "-1 = unlimited");
+  if (!times) return times.status();
+  cfg.interval = *interval;
+  cfg.probability = static_cast<unsigned>(*probability);
+  cfg.space = *space;
+  cfg.times = *times;
   cfg.configured = true;
   return cfg;
 }

@@ -22,21 +22,14 @@ constexpr unsigned kMaxSectorsLimit = 65535;
 // gb/size module parameters count); with a suffix they are bytes, which
 // must be whole MiB (issue 27: "64M" was refused as not an integer, with
 // no unit named).
-constexpr drvparam::SizeSyntax kMibSyntax{"kmgtp", true, ""};
+constexpr base::SizeRule kSizeRule{
+    .bare_unit = base::kMiB, .lo = drvparam::kMinCapacity, .hi = kMaxSizeMib * base::kMiB, .multiple = base::kMiB};
+constexpr base::SizeRule kCacheSizeRule{.bare_unit = base::kMiB, .hi = kMaxSizeMib * base::kMiB, .multiple = base::kMiB};
 
-Status to_mib(const ParamValue& v, uint64_t lo, uint64_t* out) {
-  const std::string accepted = "a size in MiB (a bare number: 1024 is 1 GiB) or with a suffix (64M, 2G, 1T), " +
-                               std::to_string(lo) + " MiB to 4 PiB";
-  uint64_t mib = 0;
-  if (Status st = v.to_int(lo, kMaxSizeMib, &mib, accepted); st) {
-    *out = mib;
-    return st;
-  }
+Status to_mib(const ParamValue& v, const base::SizeRule& rule, uint64_t* out) {
   uint64_t bytes = 0;
-  if (!drvparam::parse_size(v.value, kMibSyntax, &bytes) || bytes % (1u << 20) || bytes >> 20 < lo ||
-      bytes >> 20 > kMaxSizeMib)
-    return v.error(accepted);
-  *out = bytes >> 20;
+  if (Status st = v.to_size(rule, &bytes); !st) return st;
+  *out = bytes / base::kMiB;
   return Status::OK();
 }
 
@@ -65,7 +58,7 @@ const drvparam::ParamDef<NullParams> kParams[] = {
     {"irqmode", "1", "completion: 0 = inline end_request, 1 = complete_request (softirq routing), 2 = timer",
      [](NullParams& p, const ParamValue& v) {
        unsigned m = 0;
-       Status st = v.to_int(0u, 2u, &m, "0 (none), 1 (softirq) or 2 (timer)");
+       Status st = v.to_int(0u, 2u, &m, "0 = none, 1 = softirq, 2 = timer");
        if (st) p.irqmode = static_cast<IrqMode>(m);
        return st;
      }},
@@ -85,7 +78,7 @@ const drvparam::ParamDef<NullParams> kParams[] = {
      }},
     {"no_sched", "0", "0 = default scheduler rule, 1 = none by default (user may switch), 2 = no scheduler possible (seed 001)",
      [](NullParams& p, const ParamValue& v) {
-       return v.to_int(0u, 2u, &p.no_sched, "0, 1 (none by default) or 2 (no scheduler at all)");
+       return v.to_int(0u, 2u, &p.no_sched, "1 = none by default, 2 = no scheduler at all");
      }},
     {"memory_backed", "0", "store data in memory (sparse 4 KiB pages); forces blocking",
      [](NullParams& p, const ParamValue& v) {
@@ -95,16 +88,17 @@ const drvparam::ParamDef<NullParams> kParams[] = {
      [](NullParams& p, const ParamValue& v) {
        return v.to_power_of_two(512u, 4096u, &p.bs);
      }},
-    {"size", "256000", "capacity, MiB when bare (null_blk's unit: 1024 is 1 GiB), or 64M, 2G, 1T (default 250 GiB)",
-     [](NullParams& p, const ParamValue& v) { return to_mib(v, 1, &p.size_mib); }},
+    {"size", "256000", "capacity (default 250 GiB)",
+     [](NullParams& p, const ParamValue& v) { return to_mib(v, kSizeRule, &p.size_mib); }, &kSizeRule},
     {"mbps", "0", "bandwidth cap in MiB/s (0 = unlimited, at most 40960)",
      [](NullParams& p, const ParamValue& v) {
        return v.to_int(0u, kMaxMbps, &p.mbps);
      }},
     {"discard", "0", "support discard (needs memory_backed; ignored otherwise)",
      [](NullParams& p, const ParamValue& v) { return v.to_bool(&p.discard); }},
-    {"cache_size", "0", "write-back cache size, MiB when bare, or 64M, 1G (needs memory_backed; ignored otherwise)",
-     [](NullParams& p, const ParamValue& v) { return to_mib(v, 0, &p.cache_size_mib); }},
+    {"cache_size", "0", "write-back cache size, 0 = none (needs memory_backed; ignored otherwise)",
+     [](NullParams& p, const ParamValue& v) { return to_mib(v, kCacheSizeRule, &p.cache_size_mib); },
+     &kCacheSizeRule},
     {"fua", "1", "native FUA when the write-back cache is on",
      [](NullParams& p, const ParamValue& v) { return v.to_bool(&p.fua); }},
     {"rotational", "0", "report a rotational device",

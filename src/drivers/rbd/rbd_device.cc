@@ -5,9 +5,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/registry.h"
 #include "blkmq/driver/context.h"
+#include "blkmq/driver/device_driver.h"
 #include "drivers/extents.h"
-#include "drivers/rbd/rbd.h"
 #include "drivers/rbd/rbd_dev.h"
 
 namespace blkmq::rbd {
@@ -199,23 +200,7 @@ Result<std::unique_ptr<Device>> RbdDevice::create(const ParamMap& params) {
 
 }  // namespace blkmq::rbd
 
-namespace blkmq {
-namespace {
-
-Result<std::unique_ptr<Device>> create_rbd_device(const ParamMap& params) {
-  return rbd::RbdDevice::create(params);
-}
-
-bool register_rbd_driver() {
-  static const DeviceDriver driver{rbd::kDriverName, &create_rbd_device, rbd::rbd_param_infos()};
-  static const bool registered = (register_device_driver(&driver), true);
-  return registered;
-}
-
-[[maybe_unused]] const bool kRbdRegistered = register_rbd_driver();
-
-}  // namespace
-
-void rbd_driver_link() { (void)register_rbd_driver(); }
-
-}  // namespace blkmq
+// The driver, listed by the table CMake generates from src/drivers' folders
+// (where librbd is installed).
+BLKMQ_BUILTIN(blkmq::DeviceDriver, driver, rbd, 0,
+              {blkmq::rbd::kDriverName, &blkmq::rbd::RbdDevice::create, blkmq::rbd::rbd_param_infos()});

@@ -2,7 +2,8 @@
 // driver's registration.
 #include "drivers/scsi/scsi_device.h"
 
-#include "drivers/scsi/scsi.h"
+#include "base/registry.h"
+#include "blkmq/driver/device_driver.h"
 #include "drivers/scsi/scsi_params.h"
 
 namespace blkmq::scsi {
@@ -33,25 +34,6 @@ Result<std::unique_ptr<Device>> ScsiDevice::create(const ParamMap& params) {
 
 }  // namespace blkmq::scsi
 
-namespace blkmq {
-namespace {
-
-Result<std::unique_ptr<Device>> create_scsi_device(const ParamMap& params) {
-  return scsi::ScsiDevice::create(params);
-}
-
-bool register_scsi_driver() {
-  // Function-local statics: registered once, whatever the order of static
-  // initialization.
-  static const DeviceDriver driver{scsi::kDriverName, &create_scsi_device, scsi::scsi_param_infos()};
-  static const bool registered = (register_device_driver(&driver), true);
-  return registered;
-}
-
-[[maybe_unused]] const bool kScsiRegistered = register_scsi_driver();
-
-}  // namespace
-
-void scsi_driver_link() { (void)register_scsi_driver(); }
-
-}  // namespace blkmq
+// The driver, listed by the table CMake generates from src/drivers' folders.
+BLKMQ_BUILTIN(blkmq::DeviceDriver, driver, scsi, 0,
+              {blkmq::scsi::kDriverName, &blkmq::scsi::ScsiDevice::create, blkmq::scsi::scsi_param_infos()});

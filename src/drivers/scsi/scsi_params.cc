@@ -10,8 +10,7 @@ namespace {
 using drvparam::ParamValue;
 
 constexpr const char* kDriver = "scsi";
-constexpr drvparam::SizeSyntax kSizeSyntax{
-    "kmgtp", true, "a byte count with an optional suffix k, M, G, T or P (e.g. 4096, 64M, 2G)"};
+constexpr base::SizeRule kSizeRule = drvparam::byte_capacity(/*zero_ok=*/false);
 
 // Numbers are only read here: validate() on the configs checks the ranges.
 const drvparam::ParamDef<ScsiParams> kParams[] = {
@@ -36,10 +35,8 @@ const drvparam::ParamDef<ScsiParams> kParams[] = {
        if (st) p.lun.backing = i == 0 ? ScsiBacking::null : ScsiBacking::memory;
        return st;
      }},
-    {"size", "250G", "capacity per LUN in bytes; suffixes k, M, G, T, P (powers of 1024)",
-     [](ScsiParams& p, const ParamValue& v) {
-       return v.to_size(kSizeSyntax, &p.lun.size);
-     }},
+    {"size", "250G", "capacity per LUN",
+     [](ScsiParams& p, const ParamValue& v) { return v.to_size(kSizeRule, &p.lun.size); }, &kSizeRule},
     {"bs", "512", "logical block size in bytes: 512, 1024, 2048 or 4096",
      [](ScsiParams& p, const ParamValue& v) { return v.to_uint(&p.lun.bs); }},
     {"latency_us", "0", "command latency; 0 = complete inline in queue_rq, else from the host's irq thread",
@@ -56,18 +53,12 @@ const drvparam::ParamDef<ScsiParams> kParams[] = {
 
 }  // namespace
 
-Result<uint64_t> parse_size(std::string_view name, std::string_view value) {
-  uint64_t v = 0;
-  if (Status st = ParamValue{kDriver, name, value}.to_size(kSizeSyntax, &v); !st) return st;
-  return v;
-}
-
 Result<ScsiParams> parse_scsi_params(const ParamMap& params) {
   ScsiParams p;
   if (Status st = drvparam::parse_params(kDriver, kParams, params, &p); !st) return st;
   if (p.luns < 1 || p.luns > kMaxLuns) {
     const std::string luns = std::to_string(p.luns);
-    return ParamValue{kDriver, "luns", luns}.error("in 1.." + std::to_string(kMaxLuns));
+    return ParamValue{kDriver, "luns", luns}.error("an integer from 1 to " + std::to_string(kMaxLuns));
   }
   if (p.lun.backing == ScsiBacking::memory) p.host.blocking = true;
   if (Status st = validate(p.host); !st) return st;

@@ -24,10 +24,6 @@ struct ScsiParams {
 // host blocking (the page store locks and allocates in queue_rq).
 Result<ScsiParams> parse_scsi_params(const ParamMap& params);
 
-// A byte count with an optional binary suffix: 4096, 4k, 512M, 2G, 1T, 1P
-// (case-insensitive; an optional trailing "B" or "iB" is accepted).
-Result<uint64_t> parse_size(std::string_view name, std::string_view value);
-
 // One ParamInfo per parameter, in a stable order, with defaults.
 std::vector<ParamInfo> scsi_param_infos();
 

@@ -2,9 +2,10 @@
 // choice, and registration as driver "ublk".
 #include <string_view>
 
+#include "base/registry.h"
 #include "blkmq/device.h"
+#include "blkmq/driver/device_driver.h"
 #include "drivers/params.h"
-#include "drivers/ublk/ublk.h"
 #include "drivers/ublk/ublk_dev.h"
 #include "drivers/ublk/ublk_targets.h"
 
@@ -24,8 +25,7 @@ struct UblkParams {
 
 using drvparam::ParamValue;
 
-constexpr drvparam::SizeSyntax kSizeSyntax{"kmgt", false,
-                                           "a byte count with an optional k/m/g/t suffix"};
+constexpr base::SizeRule kSizeRule = drvparam::byte_capacity(/*zero_ok=*/true);
 
 // The queue count and the block size are checked further by
 // validate_options() (against the CPU count; a power of two).
@@ -41,8 +41,8 @@ const drvparam::ParamDef<UblkParams> kParams[] = {
      [](UblkParams& p, const ParamValue& v) { return v.to_int(1u, 4096u, &p.opts.nr_hw_queues); }},
     {"queue_depth", "128", "driver tags per hw queue (1..4096)",
      [](UblkParams& p, const ParamValue& v) { return v.to_int(1u, 4096u, &p.opts.queue_depth); }},
-    {"size", "0", "capacity in bytes, k/m/g/t suffixes; 0 = the file's size (loop) or 250 GiB (null)",
-     [](UblkParams& p, const ParamValue& v) { return v.to_size(kSizeSyntax, &p.size); }},
+    {"size", "0", "capacity; 0 = the file's size (loop) or 250 GiB (null)",
+     [](UblkParams& p, const ParamValue& v) { return v.to_size(kSizeRule, &p.size); }, &kSizeRule},
     {"bs", "512", "logical block size: a power of two in 512..4096",
      [](UblkParams& p, const ParamValue& v) {
        return v.to_int(512u, 4096u, &p.opts.logical_block_size);
@@ -55,19 +55,9 @@ const drvparam::ParamDef<UblkParams> kParams[] = {
     {"direct", "0",
      "1: target=loop opens its file with O_DIRECT (bypasses the page cache, as ublksrv's loop does by default; "
      "buffers and offsets must then be aligned to the file system's block)",
-     [](UblkParams& p, const ParamValue& v) {
-       unsigned b = 0;
-       Status st = v.to_int(0u, 1u, &b, "0 or 1");
-       if (st) p.direct = b;
-       return st;
-     }},
+     [](UblkParams& p, const ParamValue& v) { return v.to_bool(&p.direct); }},
     {"pin", "0", "1: pin server thread N to CPU N",
-     [](UblkParams& p, const ParamValue& v) {
-       unsigned b = 0;
-       Status st = v.to_int(0u, 1u, &b, "0 or 1");
-       if (st) p.opts.pin = b;
-       return st;
-     }},
+     [](UblkParams& p, const ParamValue& v) { return v.to_bool(&p.opts.pin); }},
 };
 
 Result<std::unique_ptr<UblkTarget>> make_target(UblkParams& p) {
@@ -115,26 +105,6 @@ std::vector<ParamInfo> param_infos() { return drvparam::param_infos(kParams); }
 }  // namespace
 }  // namespace blkmq::ublkd
 
-namespace blkmq {
-namespace {
-
-Result<std::unique_ptr<Device>> create_ublk_from_params(const ParamMap& params) {
-  return ublkd::create_from_params(params);
-}
-
-bool register_ublk_driver() {
-  // Function-local statics: safe whatever the order of static
-  // initialization, and registered exactly once.
-  static const DeviceDriver driver{ublkd::kDriverName, &create_ublk_from_params,
-                                   ublkd::param_infos()};
-  static const bool registered = (register_device_driver(&driver), true);
-  return registered;
-}
-
-[[maybe_unused]] const bool kUblkRegistered = register_ublk_driver();
-
-}  // namespace
-
-void ublk_driver_link() { (void)register_ublk_driver(); }
-
-}  // namespace blkmq
+// The driver, listed by the table CMake generates from src/drivers' folders.
+BLKMQ_BUILTIN(blkmq::DeviceDriver, driver, ublk, 0,
+              {blkmq::ublkd::kDriverName, &blkmq::ublkd::create_from_params, blkmq::ublkd::param_infos()});

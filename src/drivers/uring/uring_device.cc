@@ -16,8 +16,9 @@
 #include <cstring>
 #include <fstream>
 
+#include "base/registry.h"
 #include "blkmq/driver/context.h"
-#include "drivers/uring/uring.h"
+#include "blkmq/driver/device_driver.h"
 #include "drivers/uring/uring_dev.h"
 
 namespace blkmq::uring {
@@ -267,23 +268,6 @@ Result<std::unique_ptr<Device>> UringDevice::create(const ParamMap& params) {
 
 }  // namespace blkmq::uring
 
-namespace blkmq {
-namespace {
-
-Result<std::unique_ptr<Device>> create_uring_device(const ParamMap& params) {
-  return uring::UringDevice::create(params);
-}
-
-bool register_uring_driver() {
-  static const DeviceDriver driver{uring::kDriverName, &create_uring_device, uring::uring_param_infos()};
-  static const bool registered = (register_device_driver(&driver), true);
-  return registered;
-}
-
-[[maybe_unused]] const bool kUringRegistered = register_uring_driver();
-
-}  // namespace
-
-void uring_driver_link() { (void)register_uring_driver(); }
-
-}  // namespace blkmq
+// The driver, listed by the table CMake generates from src/drivers' folders.
+BLKMQ_BUILTIN(blkmq::DeviceDriver, driver, uring, 0,
+              {blkmq::uring::kDriverName, &blkmq::uring::UringDevice::create, blkmq::uring::uring_param_infos()});

@@ -10,7 +10,9 @@ namespace {
 using drvparam::ParamValue;
 
 constexpr const char* kDriver = "uring";
-constexpr drvparam::SizeSyntax kSizeSyntax{"kmgt", false, "a byte count like 4096, 64m or 2g"};
+// Bytes when bare, as fio's size: "size=1024" is refused (under 1 MiB)
+// rather than made a 1 KiB file (issue 27).
+constexpr base::SizeRule kSizeRule = drvparam::byte_capacity(/*zero_ok=*/true);
 
 constexpr unsigned kMaxQueues = 1024;
 constexpr unsigned kMaxSectorsLimit = 65535;
@@ -23,11 +25,9 @@ const drvparam::ParamDef<UringParams> kParams[] = {
        return Status::OK();
      }},
     {"size", "0",
-     "capacity in bytes (k/m/g/t suffixes); 0 = the file's size. A missing file is created this "
-     "big, a smaller file is extended; a larger file is used up to this size only",
-     [](UringParams& p, const ParamValue& v) {
-       return v.to_size(kSizeSyntax, &p.size);
-     }},
+     "capacity; 0 = the file's size. A missing file is created this big, a smaller file is extended; "
+     "a larger file is used up to this size only",
+     [](UringParams& p, const ParamValue& v) { return v.to_size(kSizeRule, &p.size); }, &kSizeRule},
     {"direct", "0", "open with O_DIRECT (bypass the page cache)",
      [](UringParams& p, const ParamValue& v) { return v.to_bool(&p.direct); }},
     {"bs", "512", "logical block size in bytes: 512, 1024, 2048 or 4096",
@@ -70,10 +70,6 @@ const drvparam::ParamDef<UringParams> kParams[] = {
 };
 
 }  // namespace
-
-bool parse_size_bytes(std::string_view s, uint64_t* out) {
-  return drvparam::parse_size(s, kSizeSyntax, out);
-}
 
 Result<UringParams> parse_uring_params(const ParamMap& params) {
   UringParams p;

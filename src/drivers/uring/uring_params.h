@@ -29,14 +29,10 @@ struct UringParams {
 // Parses and validates `params`. Unknown names, malformed values and values
 // out of range are refused with a message naming the parameter; entries
 // named "attr:..." belong to the core and are skipped. A missing filename is
-// an error. Sizes accept k/m/g/t suffixes (powers of 1024).
+// an error. Sizes are bytes when bare, with base::parse_size's suffixes.
 Result<UringParams> parse_uring_params(const ParamMap& params);
 
 // One ParamInfo per parameter, in a stable order.
 std::vector<ParamInfo> uring_param_infos();
-
-// "123", "4k", "1m", "2g", "1t" (case-insensitive) to bytes; false on a
-// malformed value or overflow.
-bool parse_size_bytes(std::string_view s, uint64_t* out);
 
 }  // namespace blkmq::uring

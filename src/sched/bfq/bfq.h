@@ -4,9 +4,10 @@
 // hierarchy): an IoContext's weight scales its queues' weights, which is
 // what a cgroup weight does to the queues of a group.
 //
-// Besides registration, this header gives tests and tools what the
-// elevator interface has no room for: the time source, the idle timer
-// driven by that time source, and read-only views of the per-queue state.
+// It registers itself as "bfq" (bfq_iosched.cc). This header gives tests
+// and tools what the elevator interface has no room for: the time source,
+// the idle timer driven by that time source, and read-only views of the
+// per-queue state.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +16,6 @@
 #include "blkmq/ioctx.h"
 
 namespace blkmq {
-
-// Registers "bfq". Called from register_builtin_elevators().
-void register_bfq();
 
 // Every bfq decision (FIFO expiry, budget timeouts, idle timer, think
 // time, weight raising) reads its queue's clock (Queue::now_ns), and the

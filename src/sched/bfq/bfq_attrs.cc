@@ -5,9 +5,9 @@
 #include <climits>
 #include <string>
 
+#include "base/parse.h"
 #include "sched/bfq/bfq_impl.h"
 #include "sched/bfq/bfq_queue.h"
-#include "sched/iosched_attr.h"
 
 namespace blkmq::bfq {
 namespace {
@@ -37,7 +37,7 @@ ElvAttr int_attr() {
     return std::to_string(v);
   };
   a.store = [](ElevatorQueue* eq, std::string_view v) -> Status {
-    auto x = parse_iosched_int(S.name, v, S.lo, S.hi);
+    auto x = base::parse_int("queue/iosched/" + std::string(S.name), v, S.lo, S.hi);
     if (!x) return x.status();
     BfqData* bfqd = bfqd_of(eq);
     bfqd->lock.lock();

@@ -9,6 +9,7 @@
 //           light insert lock. Whoever takes the main lock next (dispatch,
 //           bio_merge, an insert) moves them in first, so merges still see
 //           every inserted request (see deadline.cc for the history).
+#include "base/registry.h"
 #include "blkmq/driver/driver.h"
 #include "sched/bfq/bfq.h"
 #include "sched/bfq/bfq_impl.h"
@@ -569,12 +570,6 @@ BfqData::~BfqData() {
 
 }  // namespace bfq
 
-void register_bfq() {
-  static const ElevatorType type = bfq::make_type();
-  static const bool registered = register_elevator(&type).ok();
-  (void)registered;
-}
-
 BfqQueueInfo bfq_queue_info(Queue* q, const IoContext* ioc, bool sync) {
   BfqQueueInfo i;
   bfq::BfqData* bfqd = bfq::instance(q);
@@ -629,3 +624,7 @@ void bfq_set_always_defer(Queue* q, bool always) {
 }
 
 }  // namespace blkmq
+
+// The scheduler, listed by the table CMake generates from src/sched's
+// folders; third in queue/scheduler (see deadline.cc).
+BLKMQ_BUILTIN(blkmq::ElevatorType, elevator, bfq, 3, blkmq::bfq::make_type());

@@ -23,6 +23,7 @@
 #include <iterator>
 
 #include "base/clock.h"
+#include "base/registry.h"
 #include "sched/deadline/deadline.h"
 #include "sched/deadline/deadline_impl.h"
 
@@ -345,14 +346,6 @@ DeadlineData::DeadlineData(Queue* queue, ElevatorQueue* elv)
 
 }  // namespace dd
 
-void register_mq_deadline() {
-  // The core calls register_builtin_elevators() before every lookup: do the
-  // registration once (thread-safe static initialisation).
-  static const ElevatorType type = dd::make_type();
-  static const bool registered = register_elevator(&type).ok();
-  (void)registered;
-}
-
 
 DeadlineStats deadline_stats(Queue* q) {
   DeadlineStats s;
@@ -375,3 +368,8 @@ void deadline_set_always_defer(Queue* q, bool always) {
 }
 
 }  // namespace blkmq
+
+// The scheduler, listed by the table CMake generates from src/sched's
+// folders. Rank: queue/scheduler lists the built-ins in the kernel's link
+// order (block/Makefile): mq-deadline, kyber, bfq.
+BLKMQ_BUILTIN(blkmq::ElevatorType, elevator, deadline, 1, blkmq::dd::make_type());

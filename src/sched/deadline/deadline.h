@@ -1,9 +1,9 @@
 // mq-deadline: the kernel's deadline scheduler (block/mq-deadline.c) with
 // seed 003's split insertion lists as queue/iosched/insert_lists.
 //
-// Besides registration, this header gives tests and tools the few knobs the
-// elevator interface has no room for: the time source and the per-level
-// counters the kernel shows in debugfs.
+// It registers itself as "mq-deadline" (deadline.cc). This header gives
+// tests and tools the few knobs the elevator interface has no room for: the
+// time source and the per-level counters the kernel shows in debugfs.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,6 @@
 #include "blkmq/elevator/elevator.h"
 
 namespace blkmq {
-
-// Registers "mq-deadline". Called from register_builtin_elevators().
-void register_mq_deadline();
 
 // FIFO deadlines and priority aging read the queue's clock
 // (Queue::now_ns, QueueConfig::clock): tests step a fake one.

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "base/clock.h"
+#include "base/parse.h"
 #include "sched/deadline/deadline_impl.h"
-#include "sched/iosched_attr.h"
 
 namespace blkmq::dd {
 namespace {
@@ -33,7 +33,7 @@ ElvAttr int_attr(const char* name) {
 
 template <typename T, T Tunables::*Field, int64_t Lo, int64_t Hi, int64_t Scale>
 Status store_int(ElevatorQueue* eq, std::string_view name, std::string_view v) {
-  auto x = parse_iosched_int(name, v, Lo, Hi);
+  auto x = base::parse_int("queue/iosched/" + std::string(name), v, Lo, Hi);
   if (!x) return x.status();
   DeadlineData* dd = dd_of(eq);
   dd->lock.lock();
@@ -55,7 +55,8 @@ ElvAttr expire_attr(const char* name) {
     return std::to_string(v);
   };
   a.store = [](ElevatorQueue* eq, std::string_view v) -> Status {
-    auto x = parse_iosched_int(D == kRead ? "read_expire" : "write_expire", v, 0, INT_MAX);
+    const char* name = D == kRead ? "queue/iosched/read_expire" : "queue/iosched/write_expire";
+    auto x = base::parse_int(name, v, 0, INT_MAX);
     if (!x) return x.status();
     DeadlineData* dd = dd_of(eq);
     dd->lock.lock();

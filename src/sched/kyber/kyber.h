@@ -2,8 +2,8 @@
 // I/O (read, write, discard, other) with a device-wide pool of tokens and
 // resizes the pools from measured latencies so reads meet their target.
 //
-// register_kyber() makes it selectable as queue/scheduler "kyber". The rest
-// of this header is introspection for tests and tools: it lets a test feed
+// It registers itself as queue/scheduler "kyber" (kyber_iosched.cc). This
+// header is introspection for tests and tools: it lets a test feed
 // synthetic latencies and run the timer's work with a fake time, so the
 // feedback loop is checked deterministically, without a device or a clock.
 #pragma once
@@ -54,9 +54,6 @@ void run_timer_work(ElevatorQueue* eq, uint64_t now_ns);
 }  // namespace blkmq::kyber
 
 namespace blkmq {
-
-// Registers "kyber". Called from register_builtin_elevators(); idempotent.
-void register_kyber();
 
 // A queue's kyber state, as debugfs shows it (the domains' token pools and
 // the latency targets); the same shape as bfq_stats and deadline_stats.

@@ -2,6 +2,7 @@
 // dispatch over the domains, and the elevator ops table.
 #include <mutex>
 
+#include "base/registry.h"
 #include "blkmq/driver/driver.h"
 #include "sched/kyber/kyber_internal.h"
 
@@ -276,12 +277,6 @@ unsigned domain_tokens_in_use(ElevatorQueue* eq, Domain d) {
 
 namespace blkmq {
 
-void register_kyber() {
-  static const ElevatorType type = kyber::make_type();
-  static std::once_flag once;
-  std::call_once(once, [] { (void)register_elevator(&type); });
-}
-
 KyberStats kyber_stats(Queue* q) {
   ElevatorQueue* eq = queue_elevator(q);
   KyberStats s;
@@ -294,3 +289,7 @@ KyberStats kyber_stats(Queue* q) {
 }
 
 }  // namespace blkmq
+
+// The scheduler, listed by the table CMake generates from src/sched's
+// folders; second in queue/scheduler (see deadline.cc).
+BLKMQ_BUILTIN(blkmq::ElevatorType, elevator, kyber, 2, blkmq::kyber::make_type());

@@ -1,10 +1,10 @@
 // Kyber's feedback loop: latency histograms filled by completions, and the
 // timer that turns them into token pool sizes. Also the latency tunables.
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <string>
 
+#include "base/parse.h"
 #include "sched/kyber/kyber_internal.h"
 
 namespace blkmq::kyber {
@@ -77,20 +77,6 @@ void adjust_domain(KyberData* kqd, unsigned d, bool congested, uint64_t now) {
   }
 }
 
-Status parse_target(std::string_view name, std::string_view value, uint64_t* out) {
-  while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (value.empty() || ec != std::errc() || end != value.data() + value.size())
-    return Status::invalid("queue/iosched/" + std::string(name) + ": not a number of nanoseconds: '" +
-                           std::string(value) + "'");
-  if (v < kMinTargetNs || v > kMaxTargetNs)
-    return Status::invalid("queue/iosched/" + std::string(name) + ": must be between " +
-                           std::to_string(kMinTargetNs) + " and " + std::to_string(kMaxTargetNs) + " ns");
-  *out = v;
-  return Status::OK();
-}
-
 template <Domain D>
 std::string show_target(ElevatorQueue* eq) {
   return std::to_string(kqd_of(eq)->targets[D].load(std::memory_order_relaxed));
@@ -98,9 +84,10 @@ std::string show_target(ElevatorQueue* eq) {
 
 template <Domain D>
 Status store_target(ElevatorQueue* eq, std::string_view value) {
-  uint64_t v = 0;
-  if (Status s = parse_target(D == kRead ? "read_lat_nsec" : "write_lat_nsec", value, &v); !s) return s;
-  kqd_of(eq)->targets[D].store(v, std::memory_order_relaxed);
+  const char* name = D == kRead ? "queue/iosched/read_lat_nsec" : "queue/iosched/write_lat_nsec";
+  auto v = base::parse_uint(name, value, kMinTargetNs, kMaxTargetNs, "ns");
+  if (!v) return v.status();
+  kqd_of(eq)->targets[D].store(*v, std::memory_order_relaxed);
   return Status::OK();
 }
 
