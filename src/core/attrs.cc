@@ -217,6 +217,19 @@ const Attr kAttrs[] = {
        q->trace_dir_ = trim(v);
        return Status::OK();
      }},
+    // The kernel's filters of a trace (kernel/trace/blktrace.c's sysfs
+    // attributes; what they mean: core/blktrace_writer.h's Filter).
+    {"trace/act_mask", [](const QueueImpl* q) { return trace_filter_show(q, "act_mask").value(); },
+     [](QueueImpl* q, std::string_view v) { return trace_filter_store(q, "act_mask", trim(v)); }},
+    {"trace/start_lba", [](const QueueImpl* q) { return trace_filter_show(q, "start_lba").value(); },
+     [](QueueImpl* q, std::string_view v) { return trace_filter_store(q, "start_lba", trim(v)); }},
+    {"trace/end_lba", [](const QueueImpl* q) { return trace_filter_show(q, "end_lba").value(); },
+     [](QueueImpl* q, std::string_view v) { return trace_filter_store(q, "end_lba", trim(v)); }},
+    {"trace/pid", [](const QueueImpl* q) { return trace_filter_show(q, "pid").value(); },
+     [](QueueImpl* q, std::string_view v) { return trace_filter_store(q, "pid", trim(v)); }},
+    // debugfs block/<dev>/dropped, where the kernel's blktrace tool reads
+    // what its trace lost.
+    {"trace/dropped", [](const QueueImpl* q) { return trace_filter_show(q, "dropped").value(); }, nullptr},
     {"dev", [](const QueueImpl* q) { return u(Queue::kDevMajor) + ":" + u(q->minor_); }, nullptr},
     // /sys/block/<dev>/ro; writable here, as the BLKROSET ioctl sets it.
     {"ro", [](const QueueImpl* q) { return u(q->tun_.read_only.load()); },
