@@ -115,7 +115,9 @@ const Attr kAttrs[] = {
      }},
     {"queue/max_sectors_kb", [](const QueueImpl* q) { return u(q->limits_.max_sectors / 2); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       const uint64_t lo = std::max<uint64_t>(4, q->limits_.logical_block_size / 1024);
+       // queue_max_sectors_store refuses less than a page (page_kb).
+       constexpr uint64_t kPageKb = 4;  // 1 << (PAGE_SHIFT - 10)
+       const uint64_t lo = std::max<uint64_t>(kPageKb, q->limits_.logical_block_size / 1024);
        auto n = parse_uint("queue/max_sectors_kb", v, lo, q->limits_.max_hw_sectors / 2);
        if (!n) return n.status();
        if ((*n * 1024) % q->limits_.logical_block_size)

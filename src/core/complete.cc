@@ -46,10 +46,14 @@ void account_io_done(Request* rq, uint64_t now, unsigned cpu) {
   update_io_ticks(q, now, true);
 }
 
+// queue/rq_affinity=2: QUEUE_FLAG_SAME_FORCE, complete on the submitting
+// CPU even when this one shares its cache (1 is QUEUE_FLAG_SAME_COMP).
+constexpr unsigned kRqAffinitySameForce = 2;
+
 bool need_ipi(const QueueImpl* q, unsigned cpu, unsigned submit_cpu) {
   const unsigned aff = q->tun_.rq_affinity.load(std::memory_order_relaxed);
   if (aff == 0 || cpu == submit_cpu) return false;
-  if (aff != 2 && cpus_share_cache(cpu, submit_cpu)) return false;
+  if (aff != kRqAffinitySameForce && cpus_share_cache(cpu, submit_cpu)) return false;
   return cpu_online(submit_cpu);
 }
 
@@ -275,7 +279,7 @@ void requeue_request(Request* rq, bool kick) {
 void kick_requeue_list(Queue* q) { to_impl(q)->requeue_work_.mod(kWorkCpuUnbound, 0); }
 
 void delay_kick_requeue_list(Queue* q, unsigned msecs) {
-  to_impl(q)->requeue_work_.mod(kWorkCpuUnbound, static_cast<uint64_t>(msecs) * 1000000ull);
+  to_impl(q)->requeue_work_.mod(kWorkCpuUnbound, static_cast<uint64_t>(msecs) * base::kNsPerMs);
 }
 
 Request* tag_to_rq(HwCtx* hctx, int tag) {

@@ -3,6 +3,7 @@
 // queue-run machinery (blk-mq-sched.c and the dispatch half of blk-mq.c).
 #include <algorithm>
 
+#include "base/clock.h"
 #include "core/core.h"
 #include "core/trace.h"
 #include "core/time.h"
@@ -12,6 +13,17 @@ namespace blkmq {
 constexpr unsigned kResourceDelayMs = 3;  // BLK_MQ_RESOURCE_DELAY
 constexpr unsigned kBudgetDelayMs = 3;    // BLK_MQ_BUDGET_DELAY
 constexpr int kCpuWorkBatch = 8;          // BLK_MQ_CPU_WORK_BATCH
+// dispatch_busy is an EWMA of "the driver was busy": each update keeps
+// (weight - 1) / weight of the old value and adds 1 << factor when busy.
+constexpr unsigned kDispatchBusyEwmaWeight = 8;  // BLK_MQ_DISPATCH_BUSY_EWMA_WEIGHT
+constexpr unsigned kDispatchBusyEwmaFactor = 4;  // BLK_MQ_DISPATCH_BUSY_EWMA_FACTOR
+// How long one scheduler dispatch loop may run before it hands the rest to
+// kblockd: blk_mq_do_dispatch_sched's HZ (one second).
+constexpr uint64_t kDispatchSchedMaxNs = base::kNsPerSec;
+// The last bucket of mq/<n>/dispatched (64 and more requests). The
+// kernel's debugfs has BLK_MQ_MAX_DISPATCH_ORDER = 7 buckets, the last
+// 32 and more; blkmq's counters (HwCtxImpl::dispatched) have one more.
+constexpr unsigned kLastDispatchBucket = 7;
 constexpr int kEagain = -11;
 
 namespace {
@@ -103,7 +115,7 @@ Prep prep_dispatch_rq(Request* rq, bool need_budget) {
 unsigned batch_bucket(unsigned n) {
   if (n == 0) return 0;
   unsigned b = 1;
-  while ((1u << (b - 1)) < n && b < 7) b++;
+  while ((1u << (b - 1)) < n && b < kLastDispatchBucket) b++;
   return b;
 }
 
@@ -239,7 +251,7 @@ int do_dispatch_sched(HwCtxImpl* h) {
   do {
     ret = do_dispatch_sched_once(h);
     if (ret != 1) break;
-    if (coarse_now_ns() - start >= 1000000000ull) {  // one second at most, then yield to kblockd
+    if (coarse_now_ns() - start >= kDispatchSchedMaxNs) {
       delay_run_hw_queue(h, 0);
       break;
     }
@@ -494,9 +506,9 @@ void init_dispatch_wait(HwCtxImpl* h) {
 void dispatch_busy_update(HwCtxImpl* h, bool busy) {
   unsigned ewma = h->dispatch_busy.load(std::memory_order_relaxed);
   if (!ewma && !busy) return;
-  ewma *= 7;
-  if (busy) ewma += 1u << 4;
-  ewma /= 8;
+  ewma *= kDispatchBusyEwmaWeight - 1;
+  if (busy) ewma += 1u << kDispatchBusyEwmaFactor;
+  ewma /= kDispatchBusyEwmaWeight;
   h->dispatch_busy.store(ewma, std::memory_order_relaxed);
 }
 
@@ -517,7 +529,7 @@ void sched_restart(HwCtxImpl* h) {
 
 void delay_run_hw_queue(HwCtxImpl* h, unsigned msecs) {
   if (stopped(h)) return;
-  h->run_work.mod(next_cpu(h), static_cast<uint64_t>(msecs) * 1000000ull);
+  h->run_work.mod(next_cpu(h), static_cast<uint64_t>(msecs) * base::kNsPerMs);
 }
 
 void run_hw_queue(HwCtxImpl* h, bool async) {

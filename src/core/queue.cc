@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/event.h"
 #include "base/percpu.h"
 #include "blkmq/plug.h"
@@ -108,17 +109,26 @@ void QueueImpl::map_swqueues() {
   for (HwCtxImpl* h : hctxs_) h->ctx_map.resize(static_cast<unsigned>(h->ctxs.size()));
 }
 
+// blk_validate_block_size's bounds: SECTOR_SIZE (kSectorSize) up to
+// BLK_MAX_BLOCK_SIZE, which was PAGE_SIZE (4 KiB here) until the kernel
+// allowed 64 KiB.
+constexpr uint32_t kMaxBlockSize = 4096;  // BLK_MAX_BLOCK_SIZE (PAGE_SIZE)
+// The smallest max_segment_size a device may have, and the page size
+// dma_alignment must stay below.
+constexpr uint32_t kMinSegmentSize = 4096;  // BLK_MIN_SEGMENT_SIZE
+constexpr uint32_t kPageSize = 4096;        // PAGE_SIZE
+
 Status QueueImpl::init() {
   QueueLimits& l = limits_;
   const uint32_t lbs = l.logical_block_size;
-  if (lbs < 512 || lbs > 4096 || (lbs & (lbs - 1)))
+  if (lbs < kSectorSize || lbs > kMaxBlockSize || (lbs & (lbs - 1)))
     return Status::invalid("logical_block_size must be a power of two in 512..4096, got " + std::to_string(lbs));
   if (l.physical_block_size < lbs) l.physical_block_size = lbs;
   if (l.max_hw_sectors < (lbs >> kSectorShift)) return Status::invalid("max_hw_sectors below one block");
   if (l.max_sectors == 0 || l.max_sectors > l.max_hw_sectors) l.max_sectors = l.max_hw_sectors;
   if (l.max_segments == 0) return Status::invalid("max_segments must be at least 1");
-  if (l.max_segment_size < 4096) l.max_segment_size = 4096;
-  if (l.dma_alignment >= 4096 || (l.dma_alignment & (l.dma_alignment + 1)))
+  if (l.max_segment_size < kMinSegmentSize) l.max_segment_size = kMinSegmentSize;
+  if (l.dma_alignment >= kPageSize || (l.dma_alignment & (l.dma_alignment + 1)))
     return Status::invalid("dma_alignment must be 2^n - 1 below 4096, got " + std::to_string(l.dma_alignment));
   tun_.io_timeout_ms.store(set_->cfg().timeout_ms);
   nr_ctx_ = base::possible_cpus();
@@ -316,7 +326,7 @@ DiskStat Queue::disk_stat() const {
       nsecs[g] += p.nsecs[g].load(std::memory_order_relaxed);
     }
   }
-  const uint64_t ms = 1000000;
+  const uint64_t ms = base::kNsPerMs;
   d.read_ios = ios[0], d.read_merges = merges[0], d.read_sectors = sectors[0], d.read_ticks_ms = nsecs[0] / ms;
   d.write_ios = ios[1], d.write_merges = merges[1], d.write_sectors = sectors[1], d.write_ticks_ms = nsecs[1] / ms;
   d.discard_ios = ios[2], d.discard_merges = merges[2], d.discard_sectors = sectors[2], d.discard_ticks_ms = nsecs[2] / ms;
