@@ -83,6 +83,12 @@ bool mark_tag_wait(HwCtxImpl* h, Request* rq) {
   bt.add_wait(wq, &h->dispatch_wait);
   const unsigned gen = ++h->dispatch_wait_gen;
   h->dispatch_wait_lock.unlock();
+  // Being on the wait queue, then retrying the tag (blk_mq_mark_tag_wait's
+  // barrier, since a failed get implies none). Pairs with
+  // base/sbitmap.h:SbitmapQueue::clear (a freed bit, then ws_active_):
+  // either the freer sees this waiter and wakes it, or this retry sees
+  // the freed bit. add_wait's own fence (base/sbitmap_queue.cc) gives the
+  // same order; this one keeps the core's rule visible where it is relied on.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!get_driver_tag(rq)) return false;
   // We got a tag: take our registration back so the wake-up goes to someone
@@ -174,6 +180,11 @@ bool dispatch_rq_list(HwCtxImpl* h, ListNode* list, bool get_budget_each) {
     }
   }
   splice_dispatch(h, list, false);
+  // The requests are on hctx->dispatch before SCHED_RESTART is read
+  // (blk_mq_dispatch_rq_list's smp_mb). Pairs with dispatch.cc:
+  // sched_restart's fence (the bit cleared before the queue is run): either
+  // this sees the bit still set and leaves the rerun to the restart, or the
+  // restart's run sees these requests.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const bool needs_restart = h->state.load() & kHctxSchedRestart;
   if (prep == Prep::no_budget) needs_resource = true;
@@ -523,6 +534,9 @@ void requeue_rq_internal(Request* rq) {
 void sched_restart(HwCtxImpl* h) {
   if (!(h->state.load(std::memory_order_relaxed) & kHctxSchedRestart)) return;
   h->state.fetch_and(~kHctxSchedRestart);
+  // SCHED_RESTART cleared before the run reads hctx->dispatch
+  // (__blk_mq_sched_restart's smp_mb). Pairs with dispatch.cc:
+  // dispatch_rq_list's fence after splice_dispatch.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   run_hw_queue(h, true);
 }

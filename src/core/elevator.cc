@@ -120,6 +120,8 @@ template <typename Fn>
 Status with_queue_frozen(QueueImpl* q, Fn&& fn) {
   q->freeze_start();
   q->freeze_wait();
+  // Queue::quiesce's protocol: pairs with core.h:QueueImpl::dispatch_enter
+  // and quiesced(), see queue.cc:wait_dispatch_idle.
   q->quiesce_depth_.fetch_add(1, std::memory_order_seq_cst);
   q->wait_dispatch_idle();
   Status s = fn();

@@ -74,6 +74,8 @@ void QueueImpl::stop_hctx_walkers() {
   // The cached expiry must not claim a timer that is no longer armed, or the
   // next request would trust it and never arm one.
   std::lock_guard<std::mutex> g(timeout_lock_);
+  // seq_cst as every write of the cached expiry: pairs with timeout.cc:
+  // arm_queue_timer's load (its lock-free fast path).
   timeout_expiry_.store(0, std::memory_order_seq_cst);
 }
 
@@ -155,12 +157,20 @@ Status QueueImpl::init() {
 
 bool QueueImpl::enter(bool nowait) {
   for (;;) {
+    // The reference, then the freeze check; pairs with queue.cc:
+    // freeze_start (the depth raised) and freeze_wait (usage_sum read
+    // after it): either the freezer counts this reference and waits for
+    // it, or this sees the freeze and backs out (percpu_ref_tryget_live
+    // against the freeze's percpu_ref_kill).
     usage_[base::this_cpu()].fetch_add(1, std::memory_order_seq_cst);
     if (freeze_depth_.load(std::memory_order_seq_cst) == 0 && !dying_.load(std::memory_order_relaxed)) return true;
     exit_ref();
     if (dying_.load() || nowait) return false;
     flush_current_plug(true);  // about to sleep
     uint32_t seq = freeze_seq_.load(std::memory_order_acquire);
+    // freeze_seq_ (the futex word) closes the sleep race with
+    // unfreeze_impl; seq_cst pairs this read with the depth's writes
+    // (queue.cc: freeze_start, unfreeze_impl) in one order.
     if (freeze_depth_.load(std::memory_order_seq_cst) != 0 && !dying_.load())
       base::futex_wait(&freeze_seq_, seq, 10 * 1000 * 1000);
   }
@@ -168,6 +178,7 @@ bool QueueImpl::enter(bool nowait) {
 
 int64_t QueueImpl::usage_sum() const {
   int64_t s = 0;
+  // Pairs with queue.cc:enter's reference increment (see there).
   for (unsigned c = 0; c < usage_.size(); c++) s += usage_[c].load(std::memory_order_seq_cst);
   return s;
 }
@@ -175,6 +186,10 @@ int64_t QueueImpl::usage_sum() const {
 void QueueImpl::wait_dispatch_idle() const {
   for (;;) {
     int64_t s = 0;
+    // Pairs with core.h:QueueImpl::dispatch_enter (its count raised, then
+    // quiesced() read) against Queue::quiesce (the depth raised, then this
+    // read): either the dispatcher sees the quiesce and backs out, or this
+    // sees its count and waits (the SRCU/RCU grace period).
     for (unsigned c = 0; c < dispatch_cnt_.size(); c++) s += dispatch_cnt_[c].load(std::memory_order_seq_cst);
     if (s == 0) return;
     sleep_us(20);
@@ -183,6 +198,7 @@ void QueueImpl::wait_dispatch_idle() const {
 
 void QueueImpl::freeze_start() {
   std::lock_guard<std::mutex> g(freeze_lock_);
+  // Pairs with queue.cc:enter (the reference, then this depth read).
   freeze_depth_.fetch_add(1, std::memory_order_seq_cst);
 }
 
@@ -201,6 +217,8 @@ void QueueImpl::freeze_wait() {
 
 void QueueImpl::unfreeze_impl() {
   std::lock_guard<std::mutex> g(freeze_lock_);
+  // Pairs with queue.cc:enter's depth reads; its sleepers are woken through
+  // freeze_seq_ below.
   if (freeze_depth_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
     freeze_seq_.fetch_add(1, std::memory_order_release);
     base::futex_wake(&freeze_seq_, 1 << 30);
@@ -211,6 +229,8 @@ void QueueImpl::unfreeze_impl() {
 // futex wait (enter) sees freeze_seq_ move and does not sleep through it.
 void QueueImpl::mark_dead_impl() {
   std::lock_guard<std::mutex> g(freeze_lock_);
+  // Pairs with queue.cc:enter's dying_ reads (after its reference, like the
+  // freeze depth); the futex bump below wakes the ones asleep.
   dying_.store(true, std::memory_order_seq_cst);
   freeze_seq_.fetch_add(1);
   base::futex_wake(&freeze_seq_, 1 << 30);
@@ -274,12 +294,16 @@ void Queue::mark_dead() { to_impl(this)->mark_dead_impl(); }
 
 void Queue::quiesce() {
   QueueImpl* q = to_impl(this);
+  // Pairs with core.h:QueueImpl::dispatch_enter and quiesced(): see
+  // queue.cc:wait_dispatch_idle.
   q->quiesce_depth_.fetch_add(1, std::memory_order_seq_cst);
   q->wait_dispatch_idle();
 }
 
 void Queue::unquiesce() {
   QueueImpl* q = to_impl(this);
+  // Pairs with core.h:QueueImpl::quiesced() in dispatch.cc:run_hw_queue: a
+  // run that still saw the queue quiesced is made up for by the run below.
   if (q->quiesce_depth_.fetch_sub(1, std::memory_order_seq_cst) == 1) run_hw_queues_impl(q, true);
 }
 
@@ -297,6 +321,9 @@ int Queue::poll(const Bio* bio) {
   q->dispatch_enter();
   int n = 0;
   const unsigned idx = static_cast<unsigned>(bio->cookie);
+  // Inside the dispatch epoch (dispatch_enter above): pairs with the
+  // quiesce of update_nr_hw_queues and elevator switches (queue.cc:
+  // Queue::quiesce, wait_dispatch_idle) and with queue.cc:freeze_start.
   const bool changing = q->quiesced() && q->freeze_depth_.load(std::memory_order_seq_cst) > 0;
   if (!changing && idx < q->nr_hw_queues_) {
     IoCompBatch iob;

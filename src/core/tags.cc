@@ -198,6 +198,9 @@ bool rq_pin(Request* rq) {
 }
 
 void rq_unpin(Request* rq) {
+  // A reference drop: release publishes this holder's use of rq, acquire
+  // lets the last dropper see the others'. Pairs with the other drops,
+  // tags.cc:free_request and complete.cc:end_request_batch.
   if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq);
 }
 
@@ -356,6 +359,7 @@ void free_request(Request* rq, unsigned cpu) {
     rq->rq_flags &= ~kRqfUseSched;
   }
   rq->state.store(RqState::idle, std::memory_order_relaxed);
+  // Pairs with tags.cc:rq_unpin (a tag iterator's pin): see there.
   if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq, cpu);
 }
 

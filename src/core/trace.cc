@@ -103,6 +103,9 @@ Status trace_start_locked(QueueImpl* q, const std::string& dir, size_t buffer_by
 }
 
 void trace_stop_locked(QueueImpl* q) {
+  // Pairs with nothing that needs it: trace_lock_ orders start and stop,
+  // and the traced path (trace.h:tracer, acquire) only tests for null; a
+  // release store of nullptr would do.
   Writer* w = q->trace_.exchange(nullptr, std::memory_order_acq_rel);
   if (w) w->close();
 }

@@ -126,6 +126,9 @@ void timer_work(KyberData* kqd, uint64_t now) {
 
 void timer_fired(KyberData* kqd) {
   // Cleared first: a completion during the work arms the next period.
+  // Pairs with kyber_iosched.cc:completed_request's exchange, which then
+  // re-arms. seq_cst pairs with nothing that needs it: a sample the flush
+  // below misses stays in its CPU's counters for the next period.
   kqd->timer_armed.store(false, std::memory_order_seq_cst);
   timer_work(kqd, kqd->q->now_ns());
 }
