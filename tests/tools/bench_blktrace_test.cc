@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -150,29 +149,12 @@ TEST(BenchBlktrace, SectorRangeOptionsKeepOnlyTheRange) {
   for (size_t i = 1; i < q.size(); i++) EXPECT_TRUE(q[i] >= 1024 && q[i] <= 2047) << q[i];
 }
 
-// The bench's run in process, with what it printed on stderr.
-int bench_with_stderr(std::vector<std::string> args, std::string* err) {
-  args.insert(args.begin(), "bench");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::fflush(stderr);
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  const int rc = bench_main(static_cast<int>(args.size()), argv.data());
-  std::fflush(stdout);
-  std::fflush(stderr);
-  *err = ::testing::internal::GetCapturedStderr();
-  ::testing::internal::GetCapturedStdout();
-  return rc;
-}
-
 // A trace that lost events ends with a warning on stderr: how many, and
 // the options that trace less.
 TEST(BenchBlktrace, AFullBufferWarnsWithTheDropCountAndHowToTraceLess) {
   const std::string dir = temp_path("blktrace", "drops");
   std::string err;
-  ASSERT_EQ(bench_with_stderr({"--name=t", "--rw=randread", "--bs=4k", "--size=1m", "--blktrace=" + dir,
+  ASSERT_EQ(run_bench({"--name=t", "--rw=randread", "--bs=4k", "--size=1m", "--blktrace=" + dir,
                                "--blktrace_buffer_size=1"},  // less than a record: all dropped
                               &err),
             0)
@@ -180,18 +162,18 @@ TEST(BenchBlktrace, AFullBufferWarnsWithTheDropCountAndHowToTraceLess) {
   EXPECT_NE(err.find("warning"), std::string::npos) << err;
   EXPECT_NE(err.find("events dropped"), std::string::npos) << err;
   EXPECT_NE(err.find("--blktrace_act_mask"), std::string::npos) << err;
-  ASSERT_EQ(bench_with_stderr({"--name=t", "--rw=randread", "--bs=4k", "--size=1m", "--blktrace=" + dir}, &err), 0);
+  ASSERT_EQ(run_bench({"--name=t", "--rw=randread", "--bs=4k", "--size=1m", "--blktrace=" + dir}, &err), 0);
   EXPECT_EQ(err.find("dropped"), std::string::npos) << "a lossless trace says nothing: " << err;
 }
 
 TEST(BenchBlktrace, FilterOptionsAreCheckedAndNeedATrace) {
   std::string err;
-  EXPECT_NE(bench_with_stderr({"--name=t", "--size=1m", "--blktrace_act_mask=issue"}, &err), 0);
+  EXPECT_NE(run_bench({"--name=t", "--size=1m", "--blktrace_act_mask=issue"}, &err), 0);
   EXPECT_NE(err.find("needs --blktrace"), std::string::npos) << err;
   const std::string dir = "--blktrace=" + temp_path("blktrace", "bad");
   for (const char* bad : {"--blktrace_act_mask=issue,bogus", "--blktrace_start_lba=-1", "--blktrace_pid=x",
                           "--blktrace_buffer_size=0"}) {
-    EXPECT_NE(bench_with_stderr({"--name=t", "--size=1m", dir, bad}, &err), 0) << bad;
+    EXPECT_NE(run_bench({"--name=t", "--size=1m", dir, bad}, &err), 0) << bad;
     EXPECT_NE(err.find(std::string(bad).substr(2, std::string(bad).find('=') - 2)), std::string::npos) << err;
   }
 }
