@@ -17,6 +17,9 @@ constexpr IoprioClass ioprio_class(uint16_t prio) {
 }
 constexpr unsigned ioprio_level(uint16_t prio) { return prio & 7; }
 constexpr uint16_t kIoprioDefault = 0;  // class none, which schedulers treat as best effort 4
+// The weight of a context nobody weighted: the cgroup default
+// (CGROUP_WEIGHT_DFL), which bfq maps to its legacy 100 as well.
+constexpr uint16_t kIoWeightDefault = 100;
 
 // An I/O context: what the kernel keeps in task->io_context and the blkcg
 // weight. Every submitting thread has one (current_io_context()); an NBD
@@ -24,7 +27,7 @@ constexpr uint16_t kIoprioDefault = 0;  // class none, which schedulers treat as
 // bfq reads ioprio and weight from here, not from the bio.
 struct IoContext {
   uint16_t ioprio = kIoprioDefault;
-  uint16_t weight = 100;      // cgroup-style weight, 1..1000, default 100
+  uint16_t weight = kIoWeightDefault;  // cgroup-style weight, 1..1000
   uint64_t id = 0;            // unique, assigned on first use; never reused
   void* sched_data = nullptr; // owned by the scheduler that set it
 };

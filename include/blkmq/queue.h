@@ -96,6 +96,14 @@ struct BlktraceResult {
 // blktrace tool's default (buf_size 512 KiB x buf_nr 4).
 constexpr size_t kBlktraceDefaultBuffer = 2u << 20;
 
+// The warning for a trace that lost events, one line for stderr or a log:
+// how many events the full buffers dropped and how many buffers the files
+// did not take, and how to trace less. `how` names the means the caller
+// offers (a tool's options); "" names the queue attributes trace/act_mask,
+// start_lba, end_lba and pid. "" if the trace lost nothing. Any thread;
+// allocates.
+std::string blktrace_drop_warning(const BlktraceResult& r, const std::string& how = "");
+
 class Queue {
  public:
   // Creates a queue on the tag set (several queues may share one set: their
@@ -207,8 +215,15 @@ class Queue {
   // and iowatcher read, as `blktrace -d` writes them for a kernel device.
   // Events go to per-CPU buffers of `buffer_bytes_per_cpu` (0: the
   // default); a writer thread empties them every 5 ms; a full buffer drops
-  // events, counted. Error if one is running or a file cannot be made.
-  // The same as writing trace/dir and then 1 to trace/enable. Task context.
+  // events, counted (blktrace_drop_warning says how to trace less). Only
+  // the events that pass the trace's filters are recorded: the attributes
+  // trace/act_mask (categories: read, write, queue, issue, complete, ...),
+  // trace/start_lba and trace/end_lba (a sector range) and trace/pid (one
+  // thread), with the kernel's names and text forms; they may be written
+  // before the trace starts, while it runs, or between traces, and a new
+  // trace keeps them (the kernel's start from scratch). Default: every
+  // event. Error if one is running or a file cannot be made. The same as
+  // writing trace/dir and then 1 to trace/enable. Task context.
   Status start_blktrace(const std::string& dir, size_t buffer_bytes_per_cpu = 0);
   // Stops it; on return every event recorded is in the files, which are
   // closed. An event racing the stop may be dropped. Nothing running: a

@@ -73,6 +73,9 @@ bool Event::wait(uint64_t timeout_ns) {
 }
 
 void Event::notify() {
+  // Release pairs with Event::wait's acquire reads of kPending: the waiter
+  // sees what the notifier wrote before. The acquire half pairs with
+  // nothing: the waiter's kSleeping (an acquire-only CAS) publishes no data.
   if (state_.exchange(kPending, std::memory_order_acq_rel) == kSleeping) futex_wake(&state_, 1);
 }
 

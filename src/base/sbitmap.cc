@@ -94,8 +94,10 @@ bool Sbitmap::deferred_clear(Word& w, uint64_t range) {
   if (w.cleared.load(std::memory_order_relaxed) == 0) {
     retry = (w.word.load(std::memory_order_relaxed) & range) != range;
   } else {
-    // acq_rel: the exchange acquires the freers' writes, the and-not
-    // releases them to whoever allocates these bits next.
+    // acq_rel: the exchange acquires the freers' writes (pairs with
+    // sbitmap.h:clear_bit and sbitmap.cc:clear_mask), the and-not releases
+    // them to whoever allocates these bits next (the acquire fetch_or of
+    // this file's get paths).
     uint64_t mask = w.cleared.exchange(0, std::memory_order_acq_rel);
     w.word.fetch_and(~mask, std::memory_order_acq_rel);
     retry = true;
@@ -208,6 +210,8 @@ uint64_t Sbitmap::get_batch(unsigned nr, unsigned* offset, unsigned hint) {
 
 void Sbitmap::clear_mask(unsigned word_first, uint64_t mask) {
   assert((word_first >> shift_) < map_nr_);
+  // As clear_bit (sbitmap.h): pairs with sbitmap_queue.cc:add_wait through
+  // clear_batch's ws_active_ read, and with deferred_clear.
   map_[word_first >> shift_].cleared.fetch_or(mask, std::memory_order_seq_cst);
 }
 

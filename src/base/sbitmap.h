@@ -39,8 +39,11 @@ class Sbitmap {
   // Same, starting the search at the word that holds bit `hint`.
   uint64_t get_batch(unsigned nr, unsigned* offset, unsigned hint);
   // Frees a bit (deferred: goes to the word's cleared mask). Sequentially
-  // consistent, so a waker may check for waiters right after it. Inline:
-  // once per request freed.
+  // consistent, so a waker may check for waiters right after it: with
+  // SbitmapQueue::clear's ws_active_ read it pairs with sbitmap_queue.cc:
+  // SbitmapQueue::add_wait (and core dispatch.cc:mark_tag_wait). Its
+  // release half also hands the freer's writes to sbitmap.cc:
+  // deferred_clear. Inline: once per request freed.
   void clear_bit(unsigned bit) {
     assert(bit < (map_nr_ << shift_));
     const uint64_t mask = 1ull << (bit & ((1u << shift_) - 1));
@@ -138,6 +141,9 @@ class SbitmapQueue {
   // freed; the wake-up is out of line.
   void clear(unsigned bit, unsigned cpu) {
     sb_.clear_bit(bit);
+    // The bit freed, then the waiters counted; pairs with sbitmap_queue.cc:
+    // add_wait (the waiter counted, then the bits retried): either this
+    // sees the waiter and wakes it, or its retry finds the bit.
     if (ws_active_.load(std::memory_order_seq_cst)) wake_up(1);
     // Freeing CPU steers the allocating CPU back to a bit that is hot in
     // cache; a plain store, the hint is only a hint.

@@ -128,6 +128,7 @@ void SbitmapQueue::clear_batch(const int* bits, unsigned nr, int offset) {
     mask |= 1ull << (bit & word_mask);
   }
   sb_.clear_mask(cur_first, mask);
+  // As sbitmap.h:SbitmapQueue::clear: pairs with add_wait below.
   if (ws_active_.load(std::memory_order_seq_cst)) wake_up(nr);
   unsigned last = static_cast<unsigned>(bits[nr - 1] - offset);
   if (!round_robin_ && last < sb_.depth())
@@ -153,13 +154,15 @@ void SbitmapQueue::wake_up(unsigned nr) {
 // queues while fewer were found; wake_index_ then points past the last queue
 // used so successive batches rotate over the queues.
 void SbitmapQueue::wake_nr(unsigned nr) {
+  // This and the nr_waiting read below pair with add_wait's increment and
+  // fence, as the freers' reads do (wake_nr runs after their clear).
   if (!ws_active_.load(std::memory_order_seq_cst)) return;
   unsigned index = wake_index_.load(std::memory_order_relaxed);
   const unsigned start = index;
   for (unsigned i = 0; i < kSbqWaitQueues && nr; i++) {
     SbqWaitQueue& wq = ws_[index];
     index = (index + 1) % kSbqWaitQueues;
-    if (!wq.nr_waiting.load(std::memory_order_seq_cst)) continue;
+    if (!wq.nr_waiting.load(std::memory_order_seq_cst)) continue;  // see above
     std::lock_guard g(wq.lock);
     while (nr && !wq.waiters.empty()) {
       ListNode* n = wq.waiters.next;
@@ -188,10 +191,12 @@ void SbitmapQueue::add_wait(SbqWaitQueue* wq, SbqWaitEntry* entry) {
     wq->waiters.push_back(&entry->node);
     entry->queued = true;
     wq->nr_waiting.fetch_add(1, std::memory_order_relaxed);
-    ws_active_.fetch_add(1, std::memory_order_seq_cst);
+    ws_active_.fetch_add(1, std::memory_order_seq_cst);  // ordered by the fence below
   }
-  // Pairs with clear(): the caller's allocation retry after this must see
-  // any bit freed by a clear() that did not see this waiter.
+  // Pairs with sbitmap.h:SbitmapQueue::clear and this file's clear_batch
+  // (a bit freed, then ws_active_ read): the caller's allocation retry
+  // after this must see any bit freed by a clear that did not see this
+  // waiter. Also with wake_all's fence (a resize's new depth).
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
@@ -205,11 +210,14 @@ void SbitmapQueue::remove_wait(SbqWaitQueue* wq, SbqWaitEntry* entry) {
 }
 
 void SbitmapQueue::wake_all() {
+  // The new depth (resize) before the waiters are read: pairs with
+  // add_wait's fence, so a waiter either is woken here or retries against
+  // the new depth (sbitmap_queue_wake_all's barrier).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   unsigned index = wake_index_.load(std::memory_order_relaxed);
   for (unsigned i = 0; i < kSbqWaitQueues; i++) {
     SbqWaitQueue& wq = ws_[(index + i) % kSbqWaitQueues];
-    if (!wq.nr_waiting.load(std::memory_order_seq_cst)) continue;
+    if (!wq.nr_waiting.load(std::memory_order_seq_cst)) continue;  // after the fence above
     std::lock_guard g(wq.lock);
     while (!wq.waiters.empty()) {
       ListNode* n = wq.waiters.next;

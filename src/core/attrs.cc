@@ -104,7 +104,9 @@ const Attr kAttrs[] = {
      }},
     {"queue/max_sectors_kb", [](const QueueImpl* q) { return u(q->limits_.max_sectors / 2); },
      [](QueueImpl* q, std::string_view v) -> Status {
-       const uint64_t lo = std::max<uint64_t>(4, q->limits_.logical_block_size / 1024);
+       // queue_max_sectors_store refuses less than a page (page_kb).
+       constexpr uint64_t kPageKb = 4;  // 1 << (PAGE_SHIFT - 10)
+       const uint64_t lo = std::max<uint64_t>(kPageKb, q->limits_.logical_block_size / 1024);
        auto n = base::parse_uint("queue/max_sectors_kb", v, lo, q->limits_.max_hw_sectors / 2);
        if (!n) return n.status();
        if ((*n * 1024) % q->limits_.logical_block_size)
@@ -207,6 +209,19 @@ const Attr kAttrs[] = {
        q->trace_dir_ = std::string(v);
        return Status::OK();
      }},
+    // The kernel's filters of a trace (kernel/trace/blktrace.c's sysfs
+    // attributes; what they mean: core/blktrace_writer.h's Filter).
+    {"trace/act_mask", [](const QueueImpl* q) { return trace_filter_show(q, "act_mask").value(); },
+     [](QueueImpl* q, std::string_view v) { return trace_filter_store(q, "act_mask", trim(v)); }},
+    {"trace/start_lba", [](const QueueImpl* q) { return trace_filter_show(q, "start_lba").value(); },
+     [](QueueImpl* q, std::string_view v) { return trace_filter_store(q, "start_lba", trim(v)); }},
+    {"trace/end_lba", [](const QueueImpl* q) { return trace_filter_show(q, "end_lba").value(); },
+     [](QueueImpl* q, std::string_view v) { return trace_filter_store(q, "end_lba", trim(v)); }},
+    {"trace/pid", [](const QueueImpl* q) { return trace_filter_show(q, "pid").value(); },
+     [](QueueImpl* q, std::string_view v) { return trace_filter_store(q, "pid", trim(v)); }},
+    // debugfs block/<dev>/dropped, where the kernel's blktrace tool reads
+    // what its trace lost.
+    {"trace/dropped", [](const QueueImpl* q) { return trace_filter_show(q, "dropped").value(); }, nullptr},
     {"dev", [](const QueueImpl* q) { return u(Queue::kDevMajor) + ":" + u(q->minor_); }, nullptr},
     // /sys/block/<dev>/ro; writable here, as the BLKROSET ioctl sets it.
     {"ro", [](const QueueImpl* q) { return u(q->tun_.read_only.load()); },

@@ -46,26 +46,59 @@ bool write_all(int fd, const uint8_t* p, size_t n) {
 
 }  // namespace
 
-Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const std::string& dev_name, uint32_t device,
-                                             size_t buffer_bytes_per_cpu) {
+uint32_t Writer::current_thread_id() { return thread_id(); }
+
+Writer::Writer(const Filter& f)
+    : act_mask_(f.act_mask), start_lba_(f.start_lba), end_lba_(f.end_lba), pid_(f.pid) {}
+
+Filter Writer::filter() const {
+  return Filter{act_mask_.load(std::memory_order_relaxed), start_lba_.load(std::memory_order_relaxed),
+                end_lba_.load(std::memory_order_relaxed), pid_.load(std::memory_order_relaxed)};
+}
+
+void Writer::set_filter(const Filter& f) {
+  act_mask_.store(f.act_mask, std::memory_order_relaxed);
+  start_lba_.store(f.start_lba, std::memory_order_relaxed);
+  end_lba_.store(f.end_lba, std::memory_order_relaxed);
+  pid_.store(f.pid, std::memory_order_relaxed);
+}
+
+Status Writer::start(const std::string& dir, const std::string& dev_name, uint32_t device,
+                     size_t buffer_bytes_per_cpu) {
+  if (started()) return Status::error(EBUSY, "blktrace: this writer was started before");
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return errno_status("blktrace: " + dir);
-  std::unique_ptr<Writer> w(new Writer());
-  w->prefix_ = dir + "/" + dev_name;
-  w->device_ = device;
-  w->capacity_ = buffer_bytes_per_cpu;
-  w->nr_cpus_ = base::possible_cpus();
-  w->cpus_.reset(new CpuBuffer[w->nr_cpus_]);
-  w->spare_.resize(w->nr_cpus_);
-  for (unsigned c = 0; c < w->nr_cpus_; c++) {
-    const std::string path = w->prefix_ + ".blktrace." + std::to_string(c);
+  const unsigned nr_cpus = base::possible_cpus();
+  std::vector<int> fds;
+  for (unsigned c = 0; c < nr_cpus; c++) {
+    const std::string path = dir + "/" + dev_name + ".blktrace." + std::to_string(c);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return errno_status("blktrace: " + path);
-    w->fds_.push_back(fd);
-    w->cpus_[c].data.reserve(buffer_bytes_per_cpu);
-    w->spare_[c].reserve(buffer_bytes_per_cpu);
+    if (fd < 0) {
+      Status st = errno_status("blktrace: " + path);
+      for (int f : fds) ::close(f);  // still in the setup state: start may be tried again
+      return st;
+    }
+    fds.push_back(fd);
   }
-  w->generation_ = g_generation.fetch_add(1) + 1;
-  w->thread_ = base::start_thread(base::ThreadOptions{"blktrace", -1, false}, [p = w.get()] { p->run(); });
+  prefix_ = dir + "/" + dev_name;
+  device_ = device;
+  capacity_ = buffer_bytes_per_cpu;
+  fds_ = std::move(fds);
+  cpus_.reset(new CpuBuffer[nr_cpus]);
+  spare_.resize(nr_cpus);
+  for (unsigned c = 0; c < nr_cpus; c++) {
+    cpus_[c].data.reserve(buffer_bytes_per_cpu);
+    spare_[c].reserve(buffer_bytes_per_cpu);
+  }
+  nr_cpus_ = nr_cpus;
+  generation_ = g_generation.fetch_add(1) + 1;
+  thread_ = base::start_thread(base::ThreadOptions{"blktrace", -1, false}, [this] { run(); });
+  return Status::OK();
+}
+
+Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const std::string& dev_name, uint32_t device,
+                                             size_t buffer_bytes_per_cpu, const Filter& filter) {
+  auto w = std::make_unique<Writer>(filter);
+  if (Status st = w->start(dir, dev_name, device, buffer_bytes_per_cpu); !st) return st;
   return w;
 }
 

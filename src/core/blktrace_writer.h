@@ -20,16 +20,58 @@
 
 namespace blkmq::blktrace {
 
+// What a trace records (struct blk_trace's act_mask, start_lba, end_lba
+// and pid, the trace/ sysfs attributes): an event is recorded only if it
+// has a category of act_mask, its sector is 0 or within [start_lba,
+// end_lba] (both included, as the kernel's act_log_check), and pid is 0
+// or the thread that caused it.
+struct Filter {
+  uint16_t act_mask = kAllCategories;
+  uint64_t start_lba = 0;
+  uint64_t end_lba = UINT64_MAX;
+  uint32_t pid = 0;
+};
+
 class Writer {
  public:
+  // A writer in the kernel's Blktrace_setup state: it holds `filter`, has
+  // no files and records nothing until start(). Task context.
+  explicit Writer(const Filter& filter);
   // Creates <dir> if needed and one empty file per possible CPU, numbered
   // from 0 without gaps (blkparse stops at the first missing number), and
   // starts the writer thread. `device` is the dev_t the records carry
-  // (make_dev). Error if a file cannot be created. Task context.
+  // (make_dev). Error if a file cannot be created or the writer started
+  // before; a failed start leaves it in the setup state. Task context.
+  Status start(const std::string& dir, const std::string& dev_name, uint32_t device,
+               size_t buffer_bytes_per_cpu);
+  // Writer(filter) and start(): for tests and for callers with no filter.
   static Result<std::unique_ptr<Writer>> open(const std::string& dir, const std::string& dev_name,
-                                              uint32_t device, size_t buffer_bytes_per_cpu = 1 << 20);
+                                              uint32_t device, size_t buffer_bytes_per_cpu = 1 << 20,
+                                              const Filter& filter = Filter{});
   // close(), if it was not called.
   ~Writer();
+  // start() succeeded once (the writer may have been closed since).
+  bool started() const { return nr_cpus_ != 0; }
+
+  // Whether an event of `what` (action and categories) at `sector` passes
+  // the filter (act_log_check); false costs one to three relaxed loads, so
+  // the caller asks before it reads the clock. Any context.
+  bool wants(uint32_t what, uint64_t sector) const {
+    if (!((uint32_t{act_mask_.load(std::memory_order_relaxed)} << kTcShift) & what)) return false;
+    if (sector && (sector < start_lba_.load(std::memory_order_relaxed) ||
+                   sector > end_lba_.load(std::memory_order_relaxed)))
+      return false;
+    const uint32_t pid = pid_.load(std::memory_order_relaxed);
+    return !pid || pid == current_thread_id();
+  }
+  // The filter now, and changing it: allowed at any time, as the kernel
+  // allows the trace/ attributes to change while a trace runs; an event
+  // racing a change sees the old or the new value of each field. Any
+  // thread (the queue's trace_lock_ orders the writers of one queue).
+  Filter filter() const;
+  void set_filter(const Filter& f);
+  // The calling thread's id (gettid), as the records carry it. Any context.
+  static uint32_t current_thread_id();
   // Stops the writer thread, writes out everything recorded and closes the
   // files; frees the buffers. add() may still be called, by a thread that
   // picked this writer up just before its owner stopped tracing: such an
@@ -63,7 +105,6 @@ class Writer {
     bool closed = false;
   };
 
-  Writer() = default;
   // The fields every record of this writer's calling thread shares.
   Record header(unsigned cpu, uint32_t action, uint64_t time_ns, uint16_t pdu_len) const;
   // Copies r and its payload into the CPU's buffer; `numbered` gives it the
@@ -73,6 +114,10 @@ class Writer {
   void drain();
   void run();
 
+  // The Filter's fields, each read alone on the traced path.
+  std::atomic<uint16_t> act_mask_;
+  std::atomic<uint64_t> start_lba_, end_lba_;
+  std::atomic<uint32_t> pid_;
   std::string prefix_;
   uint32_t device_ = 0;
   size_t capacity_ = 0;

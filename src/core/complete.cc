@@ -46,10 +46,14 @@ void account_io_done(Request* rq, uint64_t now, unsigned cpu) {
   update_io_ticks(q, now, true);
 }
 
+// queue/rq_affinity=2: QUEUE_FLAG_SAME_FORCE, complete on the submitting
+// CPU even when this one shares its cache (1 is QUEUE_FLAG_SAME_COMP).
+constexpr unsigned kRqAffinitySameForce = 2;
+
 bool need_ipi(const QueueImpl* q, unsigned cpu, unsigned submit_cpu) {
   const unsigned aff = q->tun_.rq_affinity.load(std::memory_order_relaxed);
   if (aff == 0 || cpu == submit_cpu) return false;
-  if (aff != 2 && cpus_share_cache(cpu, submit_cpu)) return false;
+  if (aff != kRqAffinitySameForce && cpus_share_cache(cpu, submit_cpu)) return false;
   return cpu_online(submit_cpu);
 }
 
@@ -211,6 +215,11 @@ void complete_rq_now(Request* rq) {
 
 bool complete_request(Request* rq, BlkStatus st) {
   RqState expected = RqState::in_flight;
+  // One completer wins (the RMW decides, blk_mq_complete_request's
+  // cmpxchg). Acquire pairs with complete.cc:start_request's release of
+  // in_flight: the completer sees the request as its dispatcher set it
+  // up. Release pairs with timeout.cc's acquire reads of the state
+  // (collect, timeout_work_fn): a scan that sees complete skips it.
   if (!rq->state.compare_exchange_strong(expected, RqState::complete, std::memory_order_acq_rel))
     return false;
   rq->status = st;
@@ -248,7 +257,9 @@ void end_request_batch(IoCompBatch* iob) {
     end_all_bios(rq, rq->status, cpu);
     if (rq->rq_flags & kRqfIoStat) account_io_done(rq, blk_time_get_ns(to_impl(rq->q)), cpu);
     rq->state.store(RqState::idle, std::memory_order_relaxed);
-    if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;  // a tag iterator holds it
+    // A tag iterator holds it: the last drop frees. Pairs with tags.cc:
+    // rq_unpin, see there.
+    if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
     HwCtxImpl* h = to_impl(rq->mq_hctx);
     if (nr == kTagCompBatch || (cur && cur != h)) {
       free_tags_batch(cur, tags, nr);
@@ -275,7 +286,7 @@ void requeue_request(Request* rq, bool kick) {
 void kick_requeue_list(Queue* q) { to_impl(q)->requeue_work_.mod(kWorkCpuUnbound, 0); }
 
 void delay_kick_requeue_list(Queue* q, unsigned msecs) {
-  to_impl(q)->requeue_work_.mod(kWorkCpuUnbound, static_cast<uint64_t>(msecs) * 1000000ull);
+  to_impl(q)->requeue_work_.mod(kWorkCpuUnbound, static_cast<uint64_t>(msecs) * base::kNsPerMs);
 }
 
 Request* tag_to_rq(HwCtx* hctx, int tag) {

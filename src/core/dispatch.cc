@@ -3,6 +3,7 @@
 // queue-run machinery (blk-mq-sched.c and the dispatch half of blk-mq.c).
 #include <algorithm>
 
+#include "base/clock.h"
 #include "core/core.h"
 #include "core/trace.h"
 #include "core/time.h"
@@ -12,6 +13,17 @@ namespace blkmq {
 constexpr unsigned kResourceDelayMs = 3;  // BLK_MQ_RESOURCE_DELAY
 constexpr unsigned kBudgetDelayMs = 3;    // BLK_MQ_BUDGET_DELAY
 constexpr int kCpuWorkBatch = 8;          // BLK_MQ_CPU_WORK_BATCH
+// dispatch_busy is an EWMA of "the driver was busy": each update keeps
+// (weight - 1) / weight of the old value and adds 1 << factor when busy.
+constexpr unsigned kDispatchBusyEwmaWeight = 8;  // BLK_MQ_DISPATCH_BUSY_EWMA_WEIGHT
+constexpr unsigned kDispatchBusyEwmaFactor = 4;  // BLK_MQ_DISPATCH_BUSY_EWMA_FACTOR
+// How long one scheduler dispatch loop may run before it hands the rest to
+// kblockd: blk_mq_do_dispatch_sched's HZ (one second).
+constexpr uint64_t kDispatchSchedMaxNs = base::kNsPerSec;
+// The last bucket of mq/<n>/dispatched (64 and more requests). The
+// kernel's debugfs has BLK_MQ_MAX_DISPATCH_ORDER = 7 buckets, the last
+// 32 and more; blkmq's counters (HwCtxImpl::dispatched) have one more.
+constexpr unsigned kLastDispatchBucket = 7;
 constexpr int kEagain = -11;
 
 namespace {
@@ -71,6 +83,12 @@ bool mark_tag_wait(HwCtxImpl* h, Request* rq) {
   bt.add_wait(wq, &h->dispatch_wait);
   const unsigned gen = ++h->dispatch_wait_gen;
   h->dispatch_wait_lock.unlock();
+  // Being on the wait queue, then retrying the tag (blk_mq_mark_tag_wait's
+  // barrier, since a failed get implies none). Pairs with
+  // base/sbitmap.h:SbitmapQueue::clear (a freed bit, then ws_active_):
+  // either the freer sees this waiter and wakes it, or this retry sees
+  // the freed bit. add_wait's own fence (base/sbitmap_queue.cc) gives the
+  // same order; this one keeps the core's rule visible where it is relied on.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!get_driver_tag(rq)) return false;
   // We got a tag: take our registration back so the wake-up goes to someone
@@ -103,7 +121,7 @@ Prep prep_dispatch_rq(Request* rq, bool need_budget) {
 unsigned batch_bucket(unsigned n) {
   if (n == 0) return 0;
   unsigned b = 1;
-  while ((1u << (b - 1)) < n && b < 7) b++;
+  while ((1u << (b - 1)) < n && b < kLastDispatchBucket) b++;
   return b;
 }
 
@@ -162,6 +180,11 @@ bool dispatch_rq_list(HwCtxImpl* h, ListNode* list, bool get_budget_each) {
     }
   }
   splice_dispatch(h, list, false);
+  // The requests are on hctx->dispatch before SCHED_RESTART is read
+  // (blk_mq_dispatch_rq_list's smp_mb). Pairs with dispatch.cc:
+  // sched_restart's fence (the bit cleared before the queue is run): either
+  // this sees the bit still set and leaves the rerun to the restart, or the
+  // restart's run sees these requests.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const bool needs_restart = h->state.load() & kHctxSchedRestart;
   if (prep == Prep::no_budget) needs_resource = true;
@@ -239,7 +262,7 @@ int do_dispatch_sched(HwCtxImpl* h) {
   do {
     ret = do_dispatch_sched_once(h);
     if (ret != 1) break;
-    if (coarse_now_ns() - start >= 1000000000ull) {  // one second at most, then yield to kblockd
+    if (coarse_now_ns() - start >= kDispatchSchedMaxNs) {
       delay_run_hw_queue(h, 0);
       break;
     }
@@ -494,9 +517,9 @@ void init_dispatch_wait(HwCtxImpl* h) {
 void dispatch_busy_update(HwCtxImpl* h, bool busy) {
   unsigned ewma = h->dispatch_busy.load(std::memory_order_relaxed);
   if (!ewma && !busy) return;
-  ewma *= 7;
-  if (busy) ewma += 1u << 4;
-  ewma /= 8;
+  ewma *= kDispatchBusyEwmaWeight - 1;
+  if (busy) ewma += 1u << kDispatchBusyEwmaFactor;
+  ewma /= kDispatchBusyEwmaWeight;
   h->dispatch_busy.store(ewma, std::memory_order_relaxed);
 }
 
@@ -511,13 +534,16 @@ void requeue_rq_internal(Request* rq) {
 void sched_restart(HwCtxImpl* h) {
   if (!(h->state.load(std::memory_order_relaxed) & kHctxSchedRestart)) return;
   h->state.fetch_and(~kHctxSchedRestart);
+  // SCHED_RESTART cleared before the run reads hctx->dispatch
+  // (__blk_mq_sched_restart's smp_mb). Pairs with dispatch.cc:
+  // dispatch_rq_list's fence after splice_dispatch.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   run_hw_queue(h, true);
 }
 
 void delay_run_hw_queue(HwCtxImpl* h, unsigned msecs) {
   if (stopped(h)) return;
-  h->run_work.mod(next_cpu(h), static_cast<uint64_t>(msecs) * 1000000ull);
+  h->run_work.mod(next_cpu(h), static_cast<uint64_t>(msecs) * base::kNsPerMs);
 }
 
 void run_hw_queue(HwCtxImpl* h, bool async) {

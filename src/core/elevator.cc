@@ -30,7 +30,14 @@ base::Registry<ElevatorType>& elevators() {
 
 const ElevatorType* find_elevator(std::string_view name) { return elevators().find(name); }
 
-unsigned default_nr_requests(const QueueImpl* q) { return 2 * std::min(q->set_->cfg().queue_depth, 128u); }
+constexpr unsigned kBlkdevMinRq = 4;                        // BLKDEV_MIN_RQ
+constexpr unsigned kBlkdevDefaultRq = 128;                  // BLKDEV_DEFAULT_RQ
+constexpr unsigned kMaxSchedRq = 16 * kBlkdevDefaultRq;     // MAX_SCHED_RQ
+
+// blk_mq_default_nr_requests.
+unsigned default_nr_requests(const QueueImpl* q) {
+  return 2 * std::min(q->set_->cfg().queue_depth, unsigned{kBlkdevDefaultRq});
+}
 
 void free_sched_tags(QueueImpl* q) {
   for (HwCtxImpl* h : q->hctxs_) {
@@ -117,6 +124,8 @@ template <typename Fn>
 Status with_queue_frozen(QueueImpl* q, Fn&& fn) {
   q->freeze_start();
   q->freeze_wait();
+  // Queue::quiesce's protocol: pairs with core.h:QueueImpl::dispatch_enter
+  // and quiesced(), see queue.cc:wait_dispatch_idle.
   q->quiesce_depth_.fetch_add(1, std::memory_order_seq_cst);
   q->wait_dispatch_idle();
   Status s = fn();
@@ -226,7 +235,7 @@ static unsigned scaled_async_depth(const QueueImpl* q, unsigned nr) {
 
 Status set_nr_requests(QueueImpl* q, unsigned nr) {
   std::lock_guard<std::mutex> g(q->sysfs_lock_);
-  if (nr < 4) nr = 4;  // BLKDEV_MIN_RQ, as the kernel clamps
+  if (nr < kBlkdevMinRq) nr = kBlkdevMinRq;  // as the kernel clamps
   if (!q->elevator_) {
     const unsigned depth = q->set_->cfg().queue_depth;
     if (nr > depth) return Status::invalid("queue/nr_requests: at most the queue depth (" + std::to_string(depth) + ") without a scheduler");
@@ -239,7 +248,7 @@ Status set_nr_requests(QueueImpl* q, unsigned nr) {
       return Status::OK();
     });
   }
-  if (nr > 2048) return Status::invalid("queue/nr_requests: at most 2048 with a scheduler");
+  if (nr > kMaxSchedRq) return Status::invalid("queue/nr_requests: at most 2048 with a scheduler");
   return with_queue_frozen(q, [&]() -> Status {
     free_sched_tags(q);
     if (Status s = alloc_sched_tags(q, nr); !s) return s;

@@ -158,7 +158,12 @@ bool bio_list_merge(Queue* q, ListNode* list, Bio* bio, unsigned nr_segs) {
 namespace blkmq {
 namespace {
 
-constexpr unsigned kElvHashBits = 6;
+constexpr unsigned kElvHashBits = 6;  // ELV_HASH_BITS
+// Fibonacci hashing's multiplier, 2^64 / phi. The kernel's hash_64 uses
+// GOLDEN_RATIO_64 (0x61C8864680B583EB) instead; either spreads the end
+// sectors over the buckets, and which bucket holds a request is not
+// visible outside the hash.
+constexpr uint64_t kHashMultiplier64 = 0x9E3779B97F4A7C15ull;
 
 struct ElvHash {
   ListNode buckets[1u << kElvHashBits];
@@ -167,7 +172,7 @@ struct ElvHash {
 ElvHash* hash_of(ElevatorQueue* eq) { return static_cast<ElvHash*>(eq->hash); }
 
 ListNode& bucket(ElevatorQueue* eq, uint64_t end) {
-  return hash_of(eq)->buckets[(end * 0x9E3779B97F4A7C15ull) >> (64 - kElvHashBits)];
+  return hash_of(eq)->buckets[(end * kHashMultiplier64) >> (64 - kElvHashBits)];
 }
 
 Request* rq_of_hash(ListNode* n) { return list_entry<Request, &Request::hash_node>(n); }

@@ -36,7 +36,7 @@ IoContext* pool_take() {
     }
   }
   if (!ioc) ioc = new IoContext;
-  *ioc = IoContext{kIoprioDefault, 100, next_id.fetch_add(1, std::memory_order_relaxed), nullptr};
+  *ioc = IoContext{kIoprioDefault, kIoWeightDefault, next_id.fetch_add(1, std::memory_order_relaxed), nullptr};
   return ioc;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/event.h"
 #include "base/percpu.h"
 #include "blkmq/plug.h"
@@ -79,6 +80,8 @@ void QueueImpl::stop_hctx_walkers() {
   // The cached expiry must not claim a timer that is no longer armed, or the
   // next request would trust it and never arm one.
   std::lock_guard<std::mutex> g(timeout_lock_);
+  // seq_cst as every write of the cached expiry: pairs with timeout.cc:
+  // arm_queue_timer's load (its lock-free fast path).
   timeout_expiry_.store(0, std::memory_order_seq_cst);
 }
 
@@ -114,17 +117,26 @@ void QueueImpl::map_swqueues() {
   for (HwCtxImpl* h : hctxs_) h->ctx_map.resize(static_cast<unsigned>(h->ctxs.size()));
 }
 
+// blk_validate_block_size's bounds: SECTOR_SIZE (kSectorSize) up to
+// BLK_MAX_BLOCK_SIZE, which was PAGE_SIZE (4 KiB here) until the kernel
+// allowed 64 KiB.
+constexpr uint32_t kMaxBlockSize = 4096;  // BLK_MAX_BLOCK_SIZE (PAGE_SIZE)
+// The smallest max_segment_size a device may have, and the page size
+// dma_alignment must stay below.
+constexpr uint32_t kMinSegmentSize = 4096;  // BLK_MIN_SEGMENT_SIZE
+constexpr uint32_t kPageSize = 4096;        // PAGE_SIZE
+
 Status QueueImpl::init() {
   QueueLimits& l = limits_;
   const uint32_t lbs = l.logical_block_size;
-  if (lbs < 512 || lbs > 4096 || (lbs & (lbs - 1)))
+  if (lbs < kSectorSize || lbs > kMaxBlockSize || (lbs & (lbs - 1)))
     return Status::invalid("logical_block_size must be a power of two in 512..4096, got " + std::to_string(lbs));
   if (l.physical_block_size < lbs) l.physical_block_size = lbs;
   if (l.max_hw_sectors < (lbs >> kSectorShift)) return Status::invalid("max_hw_sectors below one block");
   if (l.max_sectors == 0 || l.max_sectors > l.max_hw_sectors) l.max_sectors = l.max_hw_sectors;
   if (l.max_segments == 0) return Status::invalid("max_segments must be at least 1");
-  if (l.max_segment_size < 4096) l.max_segment_size = 4096;
-  if (l.dma_alignment >= 4096 || (l.dma_alignment & (l.dma_alignment + 1)))
+  if (l.max_segment_size < kMinSegmentSize) l.max_segment_size = kMinSegmentSize;
+  if (l.dma_alignment >= kPageSize || (l.dma_alignment & (l.dma_alignment + 1)))
     return Status::invalid("dma_alignment must be 2^n - 1 below 4096, got " + std::to_string(l.dma_alignment));
   tun_.io_timeout_ms.store(set_->cfg().timeout_ms);
   nr_ctx_ = base::possible_cpus();
@@ -150,12 +162,20 @@ Status QueueImpl::init() {
 
 bool QueueImpl::enter(bool nowait) {
   for (;;) {
+    // The reference, then the freeze check; pairs with queue.cc:
+    // freeze_start (the depth raised) and freeze_wait (usage_sum read
+    // after it): either the freezer counts this reference and waits for
+    // it, or this sees the freeze and backs out (percpu_ref_tryget_live
+    // against the freeze's percpu_ref_kill).
     usage_[base::this_cpu()].fetch_add(1, std::memory_order_seq_cst);
     if (freeze_depth_.load(std::memory_order_seq_cst) == 0 && !dying_.load(std::memory_order_relaxed)) return true;
     exit_ref();
     if (dying_.load() || nowait) return false;
     flush_current_plug(true);  // about to sleep
     uint32_t seq = freeze_seq_.load(std::memory_order_acquire);
+    // freeze_seq_ (the futex word) closes the sleep race with
+    // unfreeze_impl; seq_cst pairs this read with the depth's writes
+    // (queue.cc: freeze_start, unfreeze_impl) in one order.
     if (freeze_depth_.load(std::memory_order_seq_cst) != 0 && !dying_.load()) {
       // Counted so a test can tell a submitter sleeps here (Freeze.*).
       enter_waiters_.fetch_add(1, std::memory_order_relaxed);
@@ -167,6 +187,7 @@ bool QueueImpl::enter(bool nowait) {
 
 int64_t QueueImpl::usage_sum() const {
   int64_t s = 0;
+  // Pairs with queue.cc:enter's reference increment (see there).
   for (unsigned c = 0; c < usage_.size(); c++) s += usage_[c].load(std::memory_order_seq_cst);
   return s;
 }
@@ -174,6 +195,10 @@ int64_t QueueImpl::usage_sum() const {
 void QueueImpl::wait_dispatch_idle() const {
   for (;;) {
     int64_t s = 0;
+    // Pairs with core.h:QueueImpl::dispatch_enter (its count raised, then
+    // quiesced() read) against Queue::quiesce (the depth raised, then this
+    // read): either the dispatcher sees the quiesce and backs out, or this
+    // sees its count and waits (the SRCU/RCU grace period).
     for (unsigned c = 0; c < dispatch_cnt_.size(); c++) s += dispatch_cnt_[c].load(std::memory_order_seq_cst);
     if (s == 0) return;
     rt_->ops().idle(20);
@@ -182,6 +207,7 @@ void QueueImpl::wait_dispatch_idle() const {
 
 void QueueImpl::freeze_start() {
   std::lock_guard<std::mutex> g(freeze_lock_);
+  // Pairs with queue.cc:enter (the reference, then this depth read).
   freeze_depth_.fetch_add(1, std::memory_order_seq_cst);
 }
 
@@ -200,6 +226,8 @@ void QueueImpl::freeze_wait() {
 
 void QueueImpl::unfreeze_impl() {
   std::lock_guard<std::mutex> g(freeze_lock_);
+  // Pairs with queue.cc:enter's depth reads; its sleepers are woken through
+  // freeze_seq_ below.
   if (freeze_depth_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
     freeze_seq_.fetch_add(1, std::memory_order_release);
     base::futex_wake(&freeze_seq_, 1 << 30);
@@ -210,6 +238,8 @@ void QueueImpl::unfreeze_impl() {
 // futex wait (enter) sees freeze_seq_ move and does not sleep through it.
 void QueueImpl::mark_dead_impl() {
   std::lock_guard<std::mutex> g(freeze_lock_);
+  // Pairs with queue.cc:enter's dying_ reads (after its reference, like the
+  // freeze depth); the futex bump below wakes the ones asleep.
   dying_.store(true, std::memory_order_seq_cst);
   freeze_seq_.fetch_add(1);
   base::futex_wake(&freeze_seq_, 1 << 30);
@@ -273,12 +303,16 @@ void Queue::mark_dead() { to_impl(this)->mark_dead_impl(); }
 
 void Queue::quiesce() {
   QueueImpl* q = to_impl(this);
+  // Pairs with core.h:QueueImpl::dispatch_enter and quiesced(): see
+  // queue.cc:wait_dispatch_idle.
   q->quiesce_depth_.fetch_add(1, std::memory_order_seq_cst);
   q->wait_dispatch_idle();
 }
 
 void Queue::unquiesce() {
   QueueImpl* q = to_impl(this);
+  // Pairs with core.h:QueueImpl::quiesced() in dispatch.cc:run_hw_queue: a
+  // run that still saw the queue quiesced is made up for by the run below.
   if (q->quiesce_depth_.fetch_sub(1, std::memory_order_seq_cst) == 1) run_hw_queues_impl(q, true);
 }
 
@@ -296,6 +330,9 @@ int Queue::poll(const Bio* bio) {
   q->dispatch_enter();
   int n = 0;
   const unsigned idx = static_cast<unsigned>(bio->cookie);
+  // Inside the dispatch epoch (dispatch_enter above): pairs with the
+  // quiesce of update_nr_hw_queues and elevator switches (queue.cc:
+  // Queue::quiesce, wait_dispatch_idle) and with queue.cc:freeze_start.
   const bool changing = q->quiesced() && q->freeze_depth_.load(std::memory_order_seq_cst) > 0;
   if (!changing && idx < q->nr_hw_queues_) {
     IoCompBatch iob;
@@ -325,7 +362,7 @@ DiskStat Queue::disk_stat() const {
       nsecs[g] += p.nsecs[g].load(std::memory_order_relaxed);
     }
   }
-  const uint64_t ms = 1000000;
+  const uint64_t ms = base::kNsPerMs;
   d.read_ios = ios[0], d.read_merges = merges[0], d.read_sectors = sectors[0], d.read_ticks_ms = nsecs[0] / ms;
   d.write_ios = ios[1], d.write_merges = merges[1], d.write_sectors = sectors[1], d.write_ticks_ms = nsecs[1] / ms;
   d.discard_ios = ios[2], d.discard_merges = merges[2], d.discard_sectors = sectors[2], d.discard_ticks_ms = nsecs[2] / ms;

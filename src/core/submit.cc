@@ -106,6 +106,9 @@ void split_child_end_io(Bio* child) {
     uint8_t ok = static_cast<uint8_t>(BlkStatus::ok);
     sp->status.compare_exchange_strong(ok, static_cast<uint8_t>(child->status));
   }
+  // Pairs with the other children's drops (this function on their
+  // threads): each releases its status CAS above, the last one acquires
+  // them all before it ends the parent (bio_endio's __bi_remaining).
   if (sp->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   Bio* orig = sp->orig;
   orig->status = static_cast<BlkStatus>(sp->status.load());

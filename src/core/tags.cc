@@ -59,6 +59,10 @@ HwCtxImpl* active_owner(HwCtxImpl* hctx) {
 bool queue_shared(const HwCtxImpl* hctx) { return hctx->q->set_->queue_shared_.load(std::memory_order_relaxed); }
 
 // Fair sharing (hctx_may_queue): an active queue may hold at most
+// The least fair share of driver tags a busy queue keeps, however many
+// share them: hctx_may_queue's bare 4U.
+constexpr unsigned kFairShareMinDepth = 4;
+
 // max(ceil(depth / users), 4) driver tags while several queues are busy.
 bool hctx_may_queue(HwCtxImpl* hctx, const base::SbitmapQueue& bt) {
   if (!queue_shared(hctx) || bt.depth() <= 1) return true;
@@ -66,7 +70,7 @@ bool hctx_may_queue(HwCtxImpl* hctx, const base::SbitmapQueue& bt) {
   if (!(owner->state.load(std::memory_order_relaxed) & kHctxTagActive)) return true;
   unsigned users = hctx->tags->active_queues.load(std::memory_order_relaxed);
   if (!users) return true;
-  unsigned depth = std::max((bt.depth() + users - 1) / users, 4u);
+  unsigned depth = std::max((bt.depth() + users - 1) / users, unsigned{kFairShareMinDepth});
   return owner->nr_active.load(std::memory_order_relaxed) < depth;
 }
 
@@ -194,6 +198,9 @@ bool rq_pin(Request* rq) {
 }
 
 void rq_unpin(Request* rq) {
+  // A reference drop: release publishes this holder's use of rq, acquire
+  // lets the last dropper see the others'. Pairs with the other drops,
+  // tags.cc:free_request and complete.cc:end_request_batch.
   if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq);
 }
 
@@ -352,6 +359,7 @@ void free_request(Request* rq, unsigned cpu) {
     rq->rq_flags &= ~kRqfUseSched;
   }
   rq->state.store(RqState::idle, std::memory_order_relaxed);
+  // Pairs with tags.cc:rq_unpin (a tag iterator's pin): see there.
   if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) free_request_ref(rq, cpu);
 }
 

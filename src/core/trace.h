@@ -65,8 +65,19 @@ inline void trace_plug(const QueueImpl* q, uint32_t action, unsigned depth = 0) 
 }
 
 // Queue::start_blktrace / stop_blktrace and the trace/ attributes; the
-// caller holds q->trace_lock_.
+// caller holds q->trace_lock_. A new trace takes the filter of the last
+// one (or the one the filter attributes set up before any trace).
 Status trace_start_locked(QueueImpl* q, const std::string& dir, size_t buffer_bytes_per_cpu);
 void trace_stop_locked(QueueImpl* q);
+
+// The attributes trace/act_mask, start_lba, end_lba, pid (the kernel's,
+// read and written in its text forms, see trace/blktrace_mask.h) and
+// trace/dropped (the kernel's debugfs `dropped` file: the current or last
+// trace's drops, read-only). `name` is the part after "trace/"; `value`
+// has no surrounding blanks. A filter may be written before a trace
+// starts, while it runs and after it stopped. Take q->trace_lock_; task
+// context.
+Result<std::string> trace_filter_show(const QueueImpl* q, std::string_view name);
+Status trace_filter_store(QueueImpl* q, std::string_view name, std::string_view value);
 
 }  // namespace blkmq

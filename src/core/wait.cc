@@ -96,6 +96,9 @@ void Queue::wait(const Bio* bio, std::atomic<uint32_t>* word, uint32_t val) {
     // Listed before the driver reads the word: a waker that changes the
     // word after our check finds us here (the bucket lock orders the two).
     add_sleeper(word, ch);
+    // Pairs with wait.cc:wake_waiters' increment of the channel: a wake
+    // after this read changes seq, so the driver's wait on (channel, seq)
+    // returns at once instead of sleeping through it.
     const uint32_t seq = ch->seq.load(std::memory_order_seq_cst);
     const int r = q->ops_->wait(q->hctx(idx), word, val, &ch->seq, seq);
     remove_sleeper(word, ch);
@@ -124,6 +127,8 @@ void wake_waiters(std::atomic<uint32_t>* word, int nr) {
   // Channels are never freed, so waking one after the lock is dropped is
   // safe; at worst its thread has moved on and wakes once for nothing.
   for (unsigned i = 0; i < n; i++) {
+    // Pairs with wait.cc:Queue::wait's read of the channel, and with a
+    // driver's check of it before it sleeps (uring_wait.cc:UringQueue::wait).
     found[i]->seq.fetch_add(1, std::memory_order_seq_cst);
     base::futex_wake(&found[i]->seq, INT_MAX);
   }
@@ -132,7 +137,7 @@ void wake_waiters(std::atomic<uint32_t>* word, int nr) {
   std::lock_guard lk(b.lock);
   for (const Sleeper& s : b.sleepers) {
     if (s.word != word) continue;
-    s.ch->seq.fetch_add(1, std::memory_order_seq_cst);
+    s.ch->seq.fetch_add(1, std::memory_order_seq_cst);  // as above
     base::futex_wake(&s.ch->seq, INT_MAX);
   }
 }

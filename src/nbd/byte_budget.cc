@@ -21,15 +21,19 @@ bool ByteBudget::try_take(uint64_t n) {
   uint64_t u = used_.load(std::memory_order_relaxed);
   do {
     if (u + n > max_) return false;
+    // seq_cst: take()'s retry, after its waiters_ increment, against
+    // give(); see there.
   } while (!used_.compare_exchange_weak(u, u + n, std::memory_order_seq_cst, std::memory_order_relaxed));
   return true;
 }
 
 void ByteBudget::give(uint64_t n) {
   if (n == 0) return;
-  // seq_cst on both sides pairs with take(): its waiters_ increment comes
-  // before its try_take, so either that sees these bytes back or this sees
-  // the waiter.
+  // seq_cst on both sides pairs with byte_budget.cc:ByteBudget::take: its
+  // waiters_ increment comes before its try_take, so either that sees
+  // these bytes back or this sees the waiter. (try_take's first read is
+  // relaxed, which the C++ model does not order after the increment; x86's
+  // locked increment does, and take's 100 ms timed wait bounds a miss.)
   used_.fetch_sub(n, std::memory_order_seq_cst);
   if (waiters_.load(std::memory_order_seq_cst) == 0) return;
   // Under the lock: a waiter between its check and its sleep holds it.
@@ -40,7 +44,7 @@ void ByteBudget::give(uint64_t n) {
 bool ByteBudget::take(uint64_t n, const std::function<bool()>& give_up) {
   if (try_take(n)) return true;
   std::unique_lock l(mu_);
-  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  waiters_.fetch_add(1, std::memory_order_seq_cst);  // pairs with give()
   bool got;
   for (;;) {
     if ((got = try_take(n)) || give_up()) break;

@@ -52,6 +52,9 @@ enum Category : uint32_t {
   kTcFua = 1u << 15,
 };
 constexpr uint32_t kTcShift = 16;
+// Every category: the act_mask of a trace that filters nothing, as the
+// kernel's sysfs set-up gives it ((u16)-1).
+constexpr uint16_t kAllCategories = 0xffff;
 constexpr uint32_t tc_act(uint32_t cat) { return cat << kTcShift; }
 
 // Action codes (enum blktrace_act) with the category the kernel gives each.

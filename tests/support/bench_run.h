@@ -43,7 +43,9 @@ inline nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(s.str());
 }
 
-inline int run_bench(std::vector<std::string> args) {
+// Runs `blkmq bench ARGS`; its exit code. *err (if given): what it printed
+// on stderr.
+inline int run_bench(std::vector<std::string> args, std::string* err = nullptr) {
   std::string cmd = "blkmq bench";
   for (const std::string& a : args) cmd += " " + a;
   args.insert(args.begin(), "bench");
@@ -57,9 +59,10 @@ inline int run_bench(std::vector<std::string> args) {
   const int rc = bench_main(static_cast<int>(args.size()), argv.data());
   std::fflush(stdout);
   std::fflush(stderr);
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string errors = ::testing::internal::GetCapturedStderr();
   const std::string out = ::testing::internal::GetCapturedStdout();
-  if (rc != 0) std::printf("%s\n  exit %d:\n%s", cmd.c_str(), rc, bench_error_lines(err + out).c_str());
+  if (rc != 0) std::printf("%s\n  exit %d:\n%s", cmd.c_str(), rc, bench_error_lines(errors + out).c_str());
+  if (err) *err = errors;
   return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -118,6 +119,63 @@ TEST(BenchBlktrace, SchedulerRunReordersAndNoneDoesNot) {
   EXPECT_GT(moved, q.size() / 2) << "mq-deadline dispatched most writes out of submission order";
   EXPECT_EQ(blkmq::test::events(dl.lines, "I").size(), 512u);
   EXPECT_TRUE(blkmq::test::events(none.lines, "I").empty()) << "none issues from the plug directly";
+}
+
+// --blktrace_act_mask: the trace holds only the categories asked for,
+// and all of those.
+TEST(BenchBlktrace, ActMaskOptionKeepsOnlyIssuesAndCompletions) {
+  if (!blkmq::test::have_blktrace_tools()) GTEST_SKIP() << "blktrace package not installed";
+  TracedRun r = traced_run("act_mask", {"--rw=randwrite", "--bs=4k", "--iodepth=8", "--size=4m",
+                                        "--attr=queue/nomerges=2", "--blktrace_act_mask=issue,complete"});
+  const long long ios = r.job["write"]["total_ios"].get<long long>();
+  ASSERT_EQ(ios, 1024);
+  EXPECT_EQ(static_cast<long long>(blkmq::test::events(r.lines, "D").size()), ios);
+  EXPECT_EQ(static_cast<long long>(blkmq::test::events(r.lines, "C").size()), ios);
+  EXPECT_EQ(static_cast<long long>(r.lines.size()), 2 * ios) << "no Q, G, P, U";
+}
+
+// --blktrace_start_lba/_end_lba: only I/O starting inside the range, and
+// the one at sector 0, which the kernel's check takes for "no sector".
+TEST(BenchBlktrace, SectorRangeOptionsKeepOnlyTheRange) {
+  if (!blkmq::test::have_blktrace_tools()) GTEST_SKIP() << "blktrace package not installed";
+  // A sequential pass over 4 MiB: sectors 0, 8, ... 8184; 1024..2047 is
+  // 128 writes.
+  TracedRun r = traced_run("range", {"--rw=write", "--bs=4k", "--size=4m", "--blktrace_start_lba=1024",
+                                     "--blktrace_end_lba=2047"});
+  auto q = sectors(r.lines, "Q");
+  std::sort(q.begin(), q.end());
+  ASSERT_EQ(q.size(), 129u);
+  EXPECT_EQ(q.front(), 0) << "sector 0 passes, as act_log_check lets it";
+  for (size_t i = 1; i < q.size(); i++) EXPECT_TRUE(q[i] >= 1024 && q[i] <= 2047) << q[i];
+}
+
+// A trace that lost events ends with a warning on stderr: how many, and
+// the options that trace less.
+TEST(BenchBlktrace, AFullBufferWarnsWithTheDropCountAndHowToTraceLess) {
+  const std::string dir = temp_path("blktrace", "drops");
+  std::string err;
+  ASSERT_EQ(run_bench({"--name=t", "--rw=randread", "--bs=4k", "--size=1m", "--blktrace=" + dir,
+                               "--blktrace_buffer_size=1"},  // less than a record: all dropped
+                              &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("warning"), std::string::npos) << err;
+  EXPECT_NE(err.find("events dropped"), std::string::npos) << err;
+  EXPECT_NE(err.find("--blktrace_act_mask"), std::string::npos) << err;
+  ASSERT_EQ(run_bench({"--name=t", "--rw=randread", "--bs=4k", "--size=1m", "--blktrace=" + dir}, &err), 0);
+  EXPECT_EQ(err.find("dropped"), std::string::npos) << "a lossless trace says nothing: " << err;
+}
+
+TEST(BenchBlktrace, FilterOptionsAreCheckedAndNeedATrace) {
+  std::string err;
+  EXPECT_NE(run_bench({"--name=t", "--size=1m", "--blktrace_act_mask=issue"}, &err), 0);
+  EXPECT_NE(err.find("needs --blktrace"), std::string::npos) << err;
+  const std::string dir = "--blktrace=" + temp_path("blktrace", "bad");
+  for (const char* bad : {"--blktrace_act_mask=issue,bogus", "--blktrace_start_lba=-1", "--blktrace_pid=x",
+                          "--blktrace_buffer_size=0"}) {
+    EXPECT_NE(run_bench({"--name=t", "--size=1m", dir, bad}, &err), 0) << bad;
+    EXPECT_NE(err.find(std::string(bad).substr(2, std::string(bad).find('=') - 2)), std::string::npos) << err;
+  }
 }
 
 }  // namespace

@@ -77,6 +77,39 @@ TEST(Control, ClientsRoundTripOverTheSocket) {
   EXPECT_FALSE(control::Client::connect(path + ".none")) << "no server there";
 }
 
+// trace/enable=0 through the socket ends a trace: one that lost events is
+// answered with the warning (its drops, how to trace less), which the
+// serving process prints as well; a lossless one, or a write that stopped
+// nothing, has none.
+TEST(Control, StoppingALossyTraceAnswersWithItsDrops) {
+  auto dev = make_null_device({{"size", "16"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  auto s = control::Server::start(temp_socket("ctl_drops"), {&q});
+  ASSERT_TRUE(s);
+  const std::string stop = R"({"op":"set","dev":")" + q.name() + R"(","attr":"trace/enable","value":"0"})";
+  const std::string dir = testing::TempDir() + "blkmq_ctl_drops";
+  std::vector<uint8_t> buf(4096);
+  ASSERT_TRUE(q.start_blktrace(dir, 1));  // less than a record: every event is dropped
+  ASSERT_EQ(q.write_sync(buf.data(), 0, 4096), BlkStatus::ok);
+  testing::internal::CaptureStderr();
+  json a = json::parse((*s)->handle(stop));
+  const std::string printed = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(a["ok"]);
+  ASSERT_TRUE(a.contains("warning")) << a.dump();
+  const std::string w = a["warning"].get<std::string>();
+  EXPECT_NE(w.find(*q.attr("trace/dropped") + " events dropped"), std::string::npos) << w;
+  EXPECT_NE(w.find("trace/act_mask"), std::string::npos) << w;
+  EXPECT_NE(printed.find(w), std::string::npos) << "the process says it too: " << printed;
+  EXPECT_FALSE(json::parse((*s)->handle(stop)).contains("warning")) << "nothing was stopped";
+
+  ASSERT_TRUE(q.start_blktrace(dir));
+  ASSERT_EQ(q.write_sync(buf.data(), 0, 4096), BlkStatus::ok);
+  a = json::parse((*s)->handle(stop));
+  EXPECT_TRUE(a["ok"]);
+  EXPECT_FALSE(a.contains("warning")) << "nothing lost: " << a.dump();
+}
+
 // The issue's acceptance: a scheduler switch of a running blkmq nbd while
 // qemu-io writes patterns and reads them back through it.
 TEST(Control, AttrSwitchesTheSchedulerOfARunningNbdUnderVerifiedIo) {

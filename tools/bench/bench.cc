@@ -261,14 +261,16 @@ int report_cycle_errors(const std::vector<CycleResult>& cycles) {
   return rc;
 }
 
-// Ends each device's trace; what a full buffer lost goes to stderr, as
-// blktrace reports its drops.
+// Ends each device's trace; what a full buffer lost goes to stderr with
+// the options that trace less, as blktrace warns of its drops.
 void stop_traces(const Queues& qs) {
   for (blkmq::Queue* q : qs) {
-    const blkmq::BlktraceResult r = q->stop_blktrace();
-    if (r.dropped || r.write_errors)
-      std::fprintf(stderr, "blkmq bench: blktrace %s: %llu events dropped, %llu buffers not written\n",
-                   r.path_prefix.c_str(), (unsigned long long)r.dropped, (unsigned long long)r.write_errors);
+    const std::string w = blkmq::blktrace_drop_warning(
+        q->stop_blktrace(),
+        "record fewer events with --blktrace_act_mask=issue,complete (only D and C), --blktrace_start_lba= "
+        "and --blktrace_end_lba= (a sector range) or --blktrace_pid= (one thread), or give each CPU a larger "
+        "--blktrace_buffer_size= (for bursts)");
+    if (!w.empty()) std::fprintf(stderr, "blkmq bench: warning: %s\n", w.c_str());
   }
 }
 
@@ -312,7 +314,7 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
   }
   if (!cfg.blktrace_dir.empty())
     for (blkmq::Queue* q : qs)
-      if (Status st = q->start_blktrace(cfg.blktrace_dir); !st) return st;
+      if (Status st = q->start_blktrace(cfg.blktrace_dir, cfg.blktrace_buffer); !st) return st;
   AttrCycler cycler(qs, cfg.cycles);
   cycler.start();
   Snapshot before;

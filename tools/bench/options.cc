@@ -11,6 +11,7 @@
 #include "base/parse.h"
 #include "bench/jobfile.h"
 #include "bench/suggest.h"
+#include "trace/blktrace_mask.h"
 
 namespace bench {
 namespace {
@@ -61,6 +62,8 @@ constexpr blkmq::base::SizeRule kOffsetRule{.multiple = blkmq::kSectorSize};
 constexpr blkmq::base::SizeRule kBsRule{
     .lo = blkmq::kSectorSize, .hi = 256 * blkmq::base::kMiB, .multiple = blkmq::kSectorSize};
 constexpr blkmq::base::SizeRule kReplayAlignRule{.hi = blkmq::base::kTiB};
+// Two such buffers per possible CPU are allocated when a trace starts.
+constexpr blkmq::base::SizeRule kTraceBufferRule{.lo = 1, .hi = blkmq::base::kGiB};
 
 template <typename T>
 Status set_size(std::string_view key, std::string_view v, const blkmq::base::SizeRule& rule, T* field) {
@@ -204,6 +207,27 @@ Status apply_attr(BenchConfig& c, JobSpec&, std::string_view v) {
   return Status::OK();
 }
 
+// --blktrace_act_mask, _start_lba, _end_lba, _pid: the trace/ attribute
+// of the same name, set on each device before its trace starts; checked
+// here with the kernel's text forms, so a bad value fails the parse.
+Status apply_blktrace_filter(BenchConfig& c, std::string_view key, std::string_view v) {
+  const std::string_view attr = key.substr(std::string_view("blktrace_").size());
+  uint64_t n = 0;
+  if (attr == "act_mask") {
+    if (v.empty()) return bad_value(key, v, "expected categories, e.g. issue,complete");
+    if (blkmq::Result<uint16_t> m = blkmq::blktrace::act_mask_from_string(v); !m)
+      return Status::invalid("--" + std::string(key) + ": " + m.status().message());
+  } else if (!blkmq::blktrace::parse_kernel_uint(v, &n) || (attr == "pid" && n > UINT32_MAX)) {
+    return bad_value(key, v, attr == "pid" ? "expected a thread id" : "expected a sector number");
+  }
+  c.device_params["attr:trace/" + std::string(attr)] = std::string(v);
+  if (c.blktrace_filter_option.empty()) c.blktrace_filter_option = std::string(key);
+  return Status::OK();
+}
+
+#define BLKTRACE_FILTER(key) \
+  [](BenchConfig& c, JobSpec&, std::string_view v) { return apply_blktrace_filter(c, key, v); }
+
 #define JOB_UINT(field, lo, hi)                                            \
   [](BenchConfig&, JobSpec& j, std::string_view v) {                       \
     return set_uint(#field, v, lo, hi, &j.field);                          \
@@ -299,6 +323,31 @@ std::vector<OptionDef> make_defs() {
          return set_nonempty("blktrace", v, "a directory", &c.blktrace_dir);
        },
        OptionScope::run},
+      {"blktrace_buffer_size", nullptr, false,
+       size_help("with --blktrace: each CPU's trace buffer (default 2m, blktrace's 4 x 512k); a full one drops "
+                 "events",
+                 kTraceBufferRule),
+       [](BenchConfig& c, JobSpec&, std::string_view v) {
+         if (Status st = set_size("blktrace_buffer_size", v, kTraceBufferRule, &c.blktrace_buffer); !st) return st;
+         if (c.blktrace_filter_option.empty()) c.blktrace_filter_option = "blktrace_buffer_size";
+         return Status::OK();
+       },
+       OptionScope::run},
+      {"blktrace_act_mask", nullptr, false,
+       "with --blktrace: record only events of these categories (trace/act_mask, blktrace -a), names "
+       "separated by commas from read,write,flush,sync,queue,requeue,issue,complete,fs,pc,notify,ahead,meta,"
+       "discard,drv_data,fua, or a number such as 0xc0 (default: all)",
+       BLKTRACE_FILTER("blktrace_act_mask"), OptionScope::device},
+      {"blktrace_start_lba", nullptr, false,
+       "with --blktrace: record no event below this sector (trace/start_lba; default 0)",
+       BLKTRACE_FILTER("blktrace_start_lba"), OptionScope::device},
+      {"blktrace_end_lba", nullptr, false,
+       "with --blktrace: record no event above this sector (trace/end_lba; default: the device's size in "
+       "sectors); events without a sector (P, U, S) pass both bounds",
+       BLKTRACE_FILTER("blktrace_end_lba"), OptionScope::device},
+      {"blktrace_pid", nullptr, false,
+       "with --blktrace: record only the events caused by this thread id (trace/pid; default 0: every thread)",
+       BLKTRACE_FILTER("blktrace_pid"), OptionScope::device},
       {"control", nullptr, false,
        "listen on the Unix socket PATH (owner-only) for blkmq attr / blkmq stat during the run",
        [](BenchConfig& c, JobSpec&, std::string_view v) {
@@ -603,6 +652,8 @@ ParseOutcome parse_bench_args(int argc, const char* const* argv,
     else st = f.status();
   }
   if (st) st = build_jobs(src, c);
+  if (st && !c.blktrace_filter_option.empty() && c.blktrace_dir.empty())
+    st = Status::invalid("--" + c.blktrace_filter_option + " shapes a trace: it needs --blktrace=DIR");
   if (!st) {
     out.exit_code = 1;
     out.message = "blkmq bench: " + st.message();

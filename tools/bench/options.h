@@ -123,6 +123,14 @@ struct BenchConfig {
   // --blktrace DIR: each device's blktrace files (<DIR>/<dev>.blktrace.<cpu>,
   // for blkparse, btt, iowatcher) over the jobs' run. Empty: no trace.
   std::string blktrace_dir;
+  // --blktrace_buffer_size: each CPU's trace buffer in bytes (0: the
+  // library's default, kBlktraceDefaultBuffer).
+  uint64_t blktrace_buffer = 0;
+  // The first of --blktrace_buffer_size, _act_mask, _start_lba, _end_lba,
+  // _pid given (empty: none); the parse refuses them without --blktrace.
+  // The filters set their trace/ attributes through device_params
+  // ("attr:trace/act_mask", ...), so they hold before the trace starts.
+  std::string blktrace_filter_option;
   // --control PATH: the control socket (blkmq attr, blkmq stat) for the
   // run's devices while it runs. Empty: none.
   std::string control_path;

@@ -8,6 +8,9 @@
 //   {"op":"attrs","dev":D}                 -> {"ok":true,"attrs":["queue/scheduler",...]}
 //   {"op":"get","dev":D,"attr":A}          -> {"ok":true,"value":"..."}
 //   {"op":"set","dev":D,"attr":A,"value":V}-> {"ok":true}
+//                                             or {"ok":true,"warning":"..."}
+// The warning comes with a trace/enable=0 that stopped a trace which lost
+// events (blkmq::blktrace_drop_warning); the process prints it as well.
 // A refused request answers {"ok":false,"error":"..."}: an unknown device,
 // op or attribute, a malformed line, or the attribute's own refusal, with
 // the message Queue::set_attr gives (the one `--attr` prints).

@@ -114,6 +114,9 @@ int attr_main(int argc, char** argv) {
   json a = call(*c, req);
   if (!a["ok"].get<bool>()) return fail("attr", a["error"].get<std::string>());
   if (eq == std::string::npos) std::printf("%s\n", one_line(a["value"].get<std::string>()).c_str());
+  // A write that stopped a lossy trace: the process's warning (its drops).
+  if (a.contains("warning") && a["warning"].is_string())
+    std::fprintf(stderr, "blkmq attr: warning: %s\n", a["warning"].get<std::string>().c_str());
   return 0;
 }
 

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -58,6 +60,20 @@ bool write_all(int fd, const std::string& s) {
     off += static_cast<size_t>(n);
   }
   return true;
+}
+
+bool is_one(const blkmq::Result<std::string>& v) { return v.ok() && v.value() == "1"; }
+
+// The drop warning of q's last trace (trace/dropped), "" if it lost nothing.
+std::string drop_warning(const blkmq::Queue& q) {
+  blkmq::BlktraceResult r;
+  const blkmq::Result<std::string> dropped = q.attr("trace/dropped"), dir = q.attr("trace/dir");
+  if (!dropped.ok() || !dir.ok()) return "";
+  r.dropped = std::strtoull(dropped.value().c_str(), nullptr, 10);
+  r.path_prefix = dir.value() + "/" + q.name();
+  return blkmq::blktrace_drop_warning(
+      r, "set trace/act_mask, trace/start_lba and trace/end_lba, or trace/pid (blkmq attr --control PATH " +
+             q.name() + " trace/act_mask=issue,complete); they apply while a trace runs");
 }
 
 }  // namespace
@@ -197,8 +213,18 @@ std::string Server::handle(const std::string& line) const {
     return json{{"ok", true}, {"value", *v}}.dump();
   }
   if (!req.contains("value") || !req["value"].is_string()) return refuse("set: expected a string \"value\"");
+  const bool tracing = attr == "trace/enable" && is_one(q->attr("trace/enable"));
   if (Status st = q->set_attr(attr, req["value"].get<std::string>()); !st) return refuse(st.message());
-  return json{{"ok", true}}.dump();
+  json answer{{"ok", true}};
+  if (tracing && !is_one(q->attr("trace/enable"))) {
+    // This write stopped a trace: what it lost is told to the writer and
+    // to this process's stderr, as at the end of a run.
+    if (const std::string w = drop_warning(*q); !w.empty()) {
+      std::fprintf(stderr, "blkmq: warning: %s\n", w.c_str());
+      answer["warning"] = w;
+    }
+  }
+  return answer.dump();
 }
 
 blkmq::Result<std::unique_ptr<Client>> Client::connect(const std::string& path) {

@@ -332,6 +332,21 @@ int run_captive(const std::string& cmd, const blkmq::nbd::Server& s, const Optio
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
 }
 
+// Ends each device's trace once its last request ended (a freeze drains
+// them), and warns of what a trace lost, as blktrace does.
+void stop_traces(const std::vector<std::unique_ptr<blkmq::Device>>& devs) {
+  for (const auto& d : devs) {
+    blkmq::Queue& q = d->queue();
+    q.freeze();
+    const blkmq::BlktraceResult r = q.stop_blktrace();
+    q.unfreeze();
+    const std::string w = blkmq::blktrace_drop_warning(
+        r, "with --control PATH, set trace/act_mask (e.g. issue,complete), trace/start_lba and trace/end_lba, "
+           "or trace/pid through blkmq attr; they apply while a trace runs");
+    if (!w.empty()) std::fprintf(stderr, "blkmq nbd: warning: %s\n", w.c_str());
+  }
+}
+
 }  // namespace
 
 int nbd_main(int argc, char** argv) {
@@ -353,8 +368,8 @@ int nbd_main(int argc, char** argv) {
   std::vector<Export> exports;
   if (blkmq::Status st = make_exports(o, &devs, &hs, &exports); !st) return bad(st.message());
   warn_memory_backed(o.exports, devs);
-  // Each device is traced until it is destroyed on the way out, which
-  // drains its last requests first.
+  // Each device is traced until the server stopped and its last requests
+  // drained (stop_traces).
   if (!o.blktrace_dir.empty())
     for (const auto& d : devs)
       if (blkmq::Status st = d->queue().start_blktrace(o.blktrace_dir); !st) return bad(st.message());
@@ -400,6 +415,7 @@ int nbd_main(int argc, char** argv) {
   }
   done.store(true);
   watcher.join();
+  if (!o.blktrace_dir.empty()) stop_traces(devs);
   return rc;
 }
 

@@ -29,6 +29,9 @@ class BwBudget {
   // budget is exhausted.
   bool try_consume(uint64_t bytes) {
     const auto b = static_cast<int64_t>(bytes);
+    // seq_cst pairs with nothing that needs it: the RMW's atomicity
+    // shares the budget out; the lost-wakeup pairing is mark_throttled and
+    // available() against refill and take_throttled.
     if (bytes_.fetch_sub(b, std::memory_order_seq_cst) > 0) return true;
     bytes_.fetch_add(b, std::memory_order_relaxed);
     return false;
@@ -39,6 +42,10 @@ class BwBudget {
   bool refill() {
     int64_t cur = bytes_.load(std::memory_order_relaxed);
     int64_t next;
+    // The budget refilled (seq_cst), then the caller's take_throttled:
+    // pairs with null_ops.cc:throttle (mark_throttled, then available()):
+    // either the tick sees the mark and restarts the queues, or the
+    // consumer sees the new budget and restarts them itself.
     do {
       if (cur >= per_tick_) return true;  // full, or disabled
       next = std::min(cur + per_tick_, per_tick_);
@@ -47,13 +54,19 @@ class BwBudget {
   }
 
   // Lifts the cap for good (teardown: queued I/O must drain unthrottled).
+  // seq_cst: pairs with null_ops.cc:throttle's available() read after its
+  // mark, as refill does.
   void disable() { bytes_.store(kUnlimited, std::memory_order_seq_cst); }
 
   // The consumer that failed marks itself, so the tick knows a restart of
   // the stopped queues is owed. take_throttled() clears and returns it.
+  // The two halves of the pairing described at refill(): the consumer's
+  // mark (null_ops.cc:throttle) and the tick's take (null_device.cc:
+  // NullDevice::bw_tick), each against the other side's budget access.
   void mark_throttled() { throttled_.store(true, std::memory_order_seq_cst); }
   bool take_throttled() { return throttled_.exchange(false, std::memory_order_seq_cst); }
 
+  // Read by null_ops.cc:throttle after its mark: see refill().
   int64_t available() const { return bytes_.load(std::memory_order_seq_cst); }
   int64_t per_tick() const { return per_tick_; }
 

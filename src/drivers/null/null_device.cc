@@ -120,6 +120,8 @@ NullDevice::~NullDevice() {
     if (queue_) start_stopped_hw_queues(queue_.get(), true);
   }
   if (bw_timer_) {
+    // Pairs with bw_tick's read before it re-arms: a tick that missed
+    // this store re-armed already, and the second cancel_sync takes it.
     bw_stop_.store(true, std::memory_order_seq_cst);
     // A tick that was running may have re-armed before it saw bw_stop_;
     // the second cancel catches that one.
@@ -248,7 +250,7 @@ void NullDevice::bw_tick() {
     HardirqScope irq;
     if (bw_->refill() && bw_->take_throttled()) start_stopped_hw_queues(queue_.get(), true);
   }
-  if (bw_stop_.load(std::memory_order_seq_cst)) return;
+  if (bw_stop_.load(std::memory_order_seq_cst)) return;  // pairs with the teardown's store
   // A fixed cadence, not "20 ms after this one ran", so the rate does not
   // drift with timer latency.
   bw_next_ns_ += BwBudget::kTickNs;

@@ -103,15 +103,22 @@ bool ScsiLun::get_budget(Queue* q) {
     }
   }
   budget_denied_.fetch_add(1, std::memory_order_relaxed);
-  // Ask the next completion for a rerun. Paired with finish(): either it
-  // sees this increment, or we see its decrement below.
+  // Ask the next completion for a rerun. Pairs with scsi_host.cc:
+  // ScsiLun::finish (device_busy_ dropped by put_budget, then restarts_
+  // read): either it sees this increment and reruns, or we see its
+  // decrement below (scsi_mq_get_budget's smp_mb__after_atomic; the
+  // completion side is scsi_run_queue_async's).
   restarts_.fetch_add(1, std::memory_order_seq_cst);
   // Nothing in flight means no completion will come to rerun the queue.
+  // (The read half of the pairing above.)
   if (device_busy_.load(std::memory_order_seq_cst) == 0)
     delay_run_hw_queues(q, kBudgetRetryMs);
   return false;
 }
 
+// seq_cst: the first half of finish()'s side of the pairing with
+// ScsiLun::get_budget (see there); a budget returned for a request never
+// issued needs only the count.
 void ScsiLun::put_budget() { device_busy_.fetch_sub(1, std::memory_order_seq_cst); }
 
 BlkStatus ScsiLun::issue(Request* rq) {
@@ -129,6 +136,8 @@ void ScsiLun::finish(Request* rq) {
   put_budget();
   // Only a LUN that turned a dispatch away needs a rerun (scsi's
   // "restarts"): an unconditional one would cost a kblockd run per I/O.
+  // After put_budget's decrement: pairs with ScsiLun::get_budget's
+  // increment of restarts_ and read of device_busy_.
   unsigned old = restarts_.load(std::memory_order_seq_cst);
   if (old && restarts_.compare_exchange_strong(old, 0)) run_hw_queues(rq->q, true);
 }

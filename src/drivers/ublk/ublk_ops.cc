@@ -18,7 +18,10 @@ unsigned UblkIo::nr_segments() const {
 
 bool UblkIo::complete(BlkStatus st, uint32_t bytes) {
   // The guard makes a double completion by a buggy target harmless instead
-  // of ending bios twice; acq_rel orders the target's data writes before it.
+  // of ending bios twice (the RMW decides). Release orders the target's
+  // data writes before the completion; acquire pairs with a racing second
+  // complete() (this function) whose release it reads. Reset by
+  // ublk_dev.h's relaxed store before the request is handed out again.
   if (completed_.exchange(1, std::memory_order_acq_rel) != 0) return false;
   if (st == BlkStatus::resource || st == BlkStatus::dev_resource) st = BlkStatus::ioerr;
   if (st == BlkStatus::ok && op_has_data(rq_->op) && bytes < length_) {

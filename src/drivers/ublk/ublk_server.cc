@@ -54,6 +54,8 @@ Status UblkServer::start(bool pin) {
 void UblkServer::stop() {
   if (!started_) return;
   started_ = false;
+  // Pairs with loop()'s read of stop_ after its sleeping_ store and fence:
+  // either it sees the stop, or wake() below sees it asleep.
   stop_.store(true, std::memory_order_seq_cst);
   wake();
   thread_.join();
@@ -61,6 +63,9 @@ void UblkServer::stop() {
 
 bool UblkServer::post(Request* rq) {
   if (!ring_.push(rq)) [[unlikely]] return false;
+  // The request pushed, then sleeping_ read. Pairs with loop()'s fence (its
+  // sleeping_ set, then the ring read): either the server sees the request,
+  // or this sees it asleep and wakes it.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // Plain load first: while the server is busy this is the whole cost.
   if (sleeping_.load(std::memory_order_relaxed)) wake();
@@ -68,7 +73,9 @@ bool UblkServer::post(Request* rq) {
 }
 
 void UblkServer::wake() {
-  // Only the producer that flips the flag pays for the system call.
+  // Only the producer that flips the flag pays for the system call. Pairs
+  // with loop()'s sleeping_ store (the RMW decides who wakes; seq_cst keeps
+  // it in the order of post()'s and loop()'s fences).
   if (sleeping_.exchange(0, std::memory_order_seq_cst) == 0) return;
   if (wake_fd_ >= 0) {
     const uint64_t one = 1;
@@ -101,7 +108,9 @@ void UblkServer::loop() {
       if (hooks_) hooks_->after_batch(q_);
       continue;
     }
-    sleeping_.store(1, std::memory_order_seq_cst);
+    sleeping_.store(1, std::memory_order_seq_cst);  // read by post() and wake()
+    // Pairs with post()'s fence (see there), and with stop()'s store of
+    // stop_ read below.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (ring_.has_ready()) {
       sleeping_.store(0, std::memory_order_relaxed);
@@ -109,7 +118,7 @@ void UblkServer::loop() {
     }
     // The device stops the servers only after its queue drained, so an
     // empty ring here means nothing is left to hand out.
-    if (stop_.load(std::memory_order_seq_cst)) {
+    if (stop_.load(std::memory_order_seq_cst)) {  // pairs with stop()
       sleeping_.store(0, std::memory_order_relaxed);
       return;
     }

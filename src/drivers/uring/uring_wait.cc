@@ -149,13 +149,21 @@ void UringQueue::set_reaper_notify(bool on) {
 
 void UringQueue::hold_cq() {
   if (poll_type_) return;
+  // The holder count's RMWs pair with each other (release_cq's decrement):
+  // only the first holder mutes and only the last unmutes, which takes the
+  // RMW's atomicity; acq_rel orders each mute or unmute after the count
+  // that decided it.
   if (cq_holders_.fetch_add(1, std::memory_order_acq_rel) == 0) set_reaper_notify(false);
 }
 
 void UringQueue::release_cq() {
   if (poll_type_) return;
-  if (cq_holders_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (cq_holders_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;  // see hold_cq
   set_reaper_notify(true);
+  // The eventfd unmuted before the CQ is read. Pairs with the kernel's
+  // io_uring, which publishes a CQE's tail before it reads cq.kflags to
+  // decide on the eventfd signal (io_eventfd_signal): either it signals
+  // the reaper, or this read sees the CQE.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // Posted while muted: reap it here, or have the reaper do it when another
   // thread holds the CQ lock (it may have looked already).
@@ -209,6 +217,10 @@ int UringQueue::wait(const std::atomic<uint32_t>* word, uint32_t val, std::atomi
       armed = true;
     }
   }
+  // Last looks before sleeping in the ring. They pair with the waker's
+  // side: the caller's store to the word, then core wait.cc:wake_waiters'
+  // increment of the channel. A wake after these reads changes the channel
+  // the futex wait queued above waits on, so it completes.
   if (armed && !io_uring_cq_ready(&ring_) && word->load(std::memory_order_seq_cst) == val &&
       channel->load(std::memory_order_seq_cst) == channel_val)
     io_uring_enter(ring_.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, nullptr);

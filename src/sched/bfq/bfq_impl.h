@@ -30,32 +30,46 @@ constexpr uint64_t kMs = base::kNsPerMs;
 enum Class : unsigned { kRt = 0, kBe = 1, kIdle = 2, kNrClasses = 3 };
 using Expire = BfqExpire;
 
-// ---- constants (bfq-iosched.c) ----
+// ---- constants (bfq-iosched.c, bfq-iosched.h; "bare" where the kernel
+// writes the number in the function named) ----
 constexpr unsigned kServiceShift = 22;             // WFQ_SERVICE_SHIFT
-constexpr uint64_t kDefaultMaxBudget = 16 * 1024;  // sectors, until auto-tuning has data
-constexpr unsigned kAsyncChargeFactor = 3;
+constexpr uint64_t kDefaultMaxBudget = 16 * 1024;  // bfq_default_max_budget: sectors, until auto-tuning has data
+constexpr unsigned kAsyncChargeFactor = 3;         // bfq_async_charge_factor
 constexpr uint64_t kClassIdleTimeoutNs = 200 * kMs;  // BFQ_CL_IDLE_TIMEOUT
 constexpr uint64_t kMinTtNs = 2 * kMs;               // BFQ_MIN_TT
 constexpr uint64_t kDefaultSliceIdleNs = 8 * kMs;    // bfq_slice_idle (HZ/125)
 constexpr uint64_t kWrMinIdleTimeNs = 2000 * kMs;    // bfq_wr_min_idle_time
-constexpr unsigned kWrCoeff = 30;
-constexpr unsigned kSoftRtWeightFactor = 100;
-constexpr uint64_t kWrRtMaxTimeNs = 300 * kMs;
-constexpr uint64_t kWrMaxSoftRtRate = 7000;          // sectors/s
-constexpr uint64_t kMaxServiceFromWr = 120000;       // sectors
-constexpr uint64_t kWrLongIdleMinNs = 20 * kMs;      // idle slice of a raised queue
+constexpr unsigned kWrCoeff = 30;                    // bfqd->bfq_wr_coeff's default
+constexpr unsigned kSoftRtWeightFactor = 100;        // BFQ_SOFTRT_WEIGHT_FACTOR
+constexpr uint64_t kWrRtMaxTimeNs = 300 * kMs;       // bfq_wr_rt_max_time's default
+constexpr uint64_t kWrMaxSoftRtRate = 7000;          // bfq_wr_max_softrt_rate: sectors/s
+constexpr uint64_t kMaxServiceFromWr = 120000;       // max_service_from_wr: sectors
+constexpr uint64_t kWrLongIdleMinNs = 20 * kMs;      // idle slice of a raised queue (bfq_arm_slice_timer, bare)
 constexpr unsigned kBurstThresh = 8;                 // bfq_large_burst_thresh
-constexpr uint64_t kBurstIntervalNs = 180 * kMs;
+constexpr uint64_t kBurstIntervalNs = 180 * kMs;     // bfq_burst_interval
 constexpr uint64_t kSeekThr = 8 * 100;               // BFQQ_SEEK_THR (sectors)
 constexpr uint32_t kSectThrNonrot = 64;              // BFQQ_SECT_THR_NONROT
-constexpr unsigned kSeekyThresh = 19;                // of the last 32 requests
-constexpr unsigned kHwQueueThreshold = 3;
-constexpr unsigned kHwQueueSamples = 32;
-constexpr unsigned kTtimeMinSamples = 80;
-constexpr unsigned kStatsMinBudgets = 194;
-constexpr uint64_t kInjectResetNs = 1000 * kMs;
-constexpr uint64_t kRateSlowIntervalNs = 20 * kMs;
-constexpr uint64_t kIoIntensityWindowNs = 200 * kMs;  // bfq_update_io_intensity's window
+constexpr unsigned kSeekyThresh = 19;                // of the last 32 requests (BFQQ_SEEKY, bare)
+constexpr unsigned kHwQueueThreshold = 3;            // BFQ_HW_QUEUE_THRESHOLD
+constexpr unsigned kHwQueueSamples = 32;             // BFQ_HW_QUEUE_SAMPLES
+constexpr unsigned kTtimeMinSamples = 80;            // bfq_sample_valid (bare)
+constexpr unsigned kStatsMinBudgets = 194;           // bfq_stats_min_budgets
+constexpr uint64_t kInjectResetNs = 1000 * kMs;      // inject limit reset (bfq_add_request, bare)
+constexpr uint64_t kRateSlowIntervalNs = 20 * kMs;   // bfq_bfqq_is_slow (bare)
+constexpr uint64_t kIoIntensityWindowNs = 200 * kMs;  // bfq_update_io_intensity's window (bare)
+// Queue weights from I/O priorities (bfq_ioprio_to_weight): weight =
+// (IOPRIO_NR_LEVELS - level) * BFQ_WEIGHT_CONVERSION_COEFF; a queue of
+// the default level IOPRIO_NORM starts with kNormWeight.
+constexpr unsigned kIoprioNrLevels = 8;              // IOPRIO_NR_LEVELS
+constexpr unsigned kWeightConversionCoeff = 10;      // BFQ_WEIGHT_CONVERSION_COEFF
+constexpr unsigned kIoprioNorm = 4;                  // IOPRIO_NORM
+constexpr unsigned kNormWeight = (kIoprioNrLevels - kIoprioNorm) * kWeightConversionCoeff;
+// Tunable defaults (the static consts at the top of bfq-iosched.c).
+constexpr uint64_t kDefaultFifoExpireAsyncNs = 250 * kMs;  // bfq_fifo_expire[0]: NSEC_PER_SEC / 4
+constexpr uint64_t kDefaultFifoExpireSyncNs = 125 * kMs;   // bfq_fifo_expire[1]: NSEC_PER_SEC / 8
+constexpr uint64_t kDefaultBackMaxKib = 16 * 1024;         // bfq_back_max
+constexpr unsigned kDefaultBackPenalty = 2;                // bfq_back_penalty
+constexpr uint64_t kDefaultTimeoutNs = 125 * kMs;          // bfq_timeout: HZ / 8
 constexpr uint64_t kQueueFreeGraceNs = kWrMinIdleTimeNs;  // see BfqData::sweep
 // Peak-rate estimation (bfq_update_peak_rate). Rates are in sectors per
 // microsecond << kRateShift; index 0 is a rotational device, 1 not.
@@ -66,8 +80,8 @@ constexpr uint64_t kRateRefIntervalNs = 1000 * kMs;   // BFQ_RATE_REF_INTERVAL
 constexpr uint64_t kRefRate[2] = {14000, 33000};      // ref_rate
 // Weight raising lasts rate_dur_prod / peak_rate: these at the reference
 // rate, so 1.5 times these at the initial estimate (2/3 of it).
-constexpr uint64_t kRefWrDurationNs[2] = {7000 * kMs, 2500 * kMs};
-constexpr uint64_t kMinWrDurationNs = 3000 * kMs, kMaxWrDurationNs = 25000 * kMs;
+constexpr uint64_t kRefWrDurationNs[2] = {7000 * kMs, 2500 * kMs};  // ref_wr_duration
+constexpr uint64_t kMinWrDurationNs = 3000 * kMs, kMaxWrDurationNs = 25000 * kMs;  // bfq_wr_duration's clamp
 
 struct BfqQueue;
 
@@ -114,9 +128,9 @@ struct BfqQueue {
   // ---- entity (B-WF2Q+) ----
   Class cls = kBe;
   Class new_cls = kBe;
-  unsigned orig_weight = 40;
-  unsigned new_orig_weight = 40;
-  unsigned weight = 40;        // applied weight: orig_weight * wr_coeff
+  unsigned orig_weight = kNormWeight;
+  unsigned new_orig_weight = kNormWeight;
+  unsigned weight = kNormWeight;  // applied weight: orig_weight * wr_coeff
   bool prio_changed = false;
   uint64_t start = 0, finish = 0;
   uint64_t budget = 0;         // entity budget, sectors
@@ -188,11 +202,11 @@ inline bool ByFinish::operator()(const BfqQueue* a, const BfqQueue* b) const {
 
 struct Tunables {
   uint64_t slice_idle_ns = kDefaultSliceIdleNs;
-  uint64_t fifo_expire_ns[2] = {250 * kMs /*async*/, 125 * kMs /*sync*/};
-  uint64_t back_max_kib = 16 * 1024;
-  unsigned back_penalty = 2;
+  uint64_t fifo_expire_ns[2] = {kDefaultFifoExpireAsyncNs, kDefaultFifoExpireSyncNs};  // by rq_is_sync
+  uint64_t back_max_kib = kDefaultBackMaxKib;
+  unsigned back_penalty = kDefaultBackPenalty;
   uint64_t user_max_budget = 0;  // 0: auto
-  uint64_t timeout_ns = 125 * kMs;
+  uint64_t timeout_ns = kDefaultTimeoutNs;
   bool strict_guarantees = false;
   bool low_latency = true;
 };

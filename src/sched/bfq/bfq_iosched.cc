@@ -453,12 +453,20 @@ void bfq_requeue_request(Request* rq) {
   bfqd->lock.unlock();
 }
 
-// Word depths as the kernel derives them: async I/O may use half of the
-// scheduler tags, sync writes three quarters; while a queue is weight
-// raised, about 18 % and 37 %, so raised sync reads find tags.
+// Word depths as the kernel derives them (bfq_update_depths, bare there):
+// async I/O may use half of the scheduler tags, sync writes three
+// quarters; while a queue is weight raised, about 18 % and 37 %, so
+// raised sync reads find tags. The kernel's are 3/16 (18.75 %) and 6/16
+// (37.5 %) of the depth.
+constexpr unsigned kAsyncDepthPct = 50;
+constexpr unsigned kSyncWriteDepthPct = 75;
+constexpr unsigned kWrAsyncDepthPct = 18;
+constexpr unsigned kWrSyncWriteDepthPct = 37;
+
 unsigned depth_for(Queue* q, bool sync_write, bool wr) {
   const unsigned nr = queue_nr_requests(q);
-  const unsigned pct = sync_write ? (wr ? 37 : 75) : (wr ? 18 : 50);
+  const unsigned pct = sync_write ? (wr ? kWrSyncWriteDepthPct : kSyncWriteDepthPct)
+                                  : (wr ? kWrAsyncDepthPct : kAsyncDepthPct);
   const unsigned d = nr * pct / 100;
   return d ? d : 1;
 }

@@ -19,10 +19,11 @@ Class class_of(uint16_t ioprio) {
 }
 
 // The weight a context's queue gets: the ioprio weight scaled by the
-// context weight (default 100 leaves the kernel's ioprio weights as is).
+// context weight (the default, 100, leaves the kernel's ioprio weights as
+// is).
 unsigned weight_of(const IoContext* ioc) {
-  const unsigned level = ioprio_class(ioc->ioprio) == IoprioClass::none ? 4 : ioprio_level(ioc->ioprio);
-  const unsigned w = ioprio_weight(level) * (ioc->weight ? ioc->weight : 100) / 100;
+  const unsigned level = ioprio_class(ioc->ioprio) == IoprioClass::none ? kIoprioNorm : ioprio_level(ioc->ioprio);
+  const unsigned w = ioprio_weight(level) * (ioc->weight ? ioc->weight : kIoWeightDefault) / kIoWeightDefault;
   return w ? w : 1;
 }
 
@@ -305,7 +306,7 @@ bool add_busy(BfqData* bfqd, BfqQueue* q, const Request* rq, uint64_t now) {
   // Raising is for queues of the default weight only (the kernel checks
   // new_weight == 40): a queue whose weight was set by its ioprio or
   // cgroup already has the share it asked for.
-  const bool default_weight = q->new_orig_weight == ioprio_weight(4);
+  const bool default_weight = q->new_orig_weight == ioprio_weight(kIoprioNorm);
   const bool soft_rt = !totally_seeky(q) && !in_burst && now > q->soft_rt_next_start && q->dispatched == 0 &&
                        default_weight && q->new_cls == kBe;
   const bool interactive = !in_burst && idle_for_long && default_weight;

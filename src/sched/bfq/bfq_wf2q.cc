@@ -53,7 +53,9 @@ void active_insert(BfqData* bfqd, BfqQueue* bfqq) {
 
 }  // namespace
 
-unsigned ioprio_weight(unsigned level) { return (8 - (level & 7)) * 10; }
+unsigned ioprio_weight(unsigned level) {
+  return (kIoprioNrLevels - (level & (kIoprioNrLevels - 1))) * kWeightConversionCoeff;
+}
 
 void forget_entity(BfqData* bfqd, BfqQueue* bfqq) {
   ServiceTree* st = &bfqd->st[bfqq->tree_cls];

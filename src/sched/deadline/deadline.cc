@@ -333,14 +333,22 @@ ElevatorType make_type() {
 
 }  // namespace
 
+// mq-deadline's defaults (the static consts at the top of mq-deadline.c).
+constexpr int64_t kMsNs = static_cast<int64_t>(base::kNsPerMs);
+constexpr int64_t kReadExpireNs = 500 * kMsNs;          // read_expire: HZ / 2
+constexpr int64_t kWriteExpireNs = 5000 * kMsNs;        // write_expire: 5 * HZ
+constexpr int64_t kPrioAgingExpireNs = 10000 * kMsNs;   // prio_aging_expire: 10 * HZ
+constexpr int kWritesStarved = 2;                       // writes_starved
+constexpr int kFifoBatch = 16;                          // fifo_batch
+
 DeadlineData::DeadlineData(Queue* queue, ElevatorQueue* elv)
     : q(queue), eq(elv) {
-  tun.fifo_expire_ns[kRead] = 500 * static_cast<int64_t>(base::kNsPerMs);
-  tun.fifo_expire_ns[kWrite] = 5000 * static_cast<int64_t>(base::kNsPerMs);
-  tun.writes_starved = 2;
+  tun.fifo_expire_ns[kRead] = kReadExpireNs;
+  tun.fifo_expire_ns[kWrite] = kWriteExpireNs;
+  tun.writes_starved = kWritesStarved;
   tun.front_merges = 1;
-  tun.fifo_batch = 16;
-  tun.prio_aging_expire_ns = 10000 * static_cast<int64_t>(base::kNsPerMs);
+  tun.fifo_batch = kFifoBatch;
+  tun.prio_aging_expire_ns = kPrioAgingExpireNs;
 }
 
 

@@ -20,14 +20,16 @@ enum Domain : unsigned { kRead = 0, kWrite, kDiscard, kOther, kNrDomains };
 // the time throttled in the scheduler) and I/O (issue to completion).
 enum LatencyType : unsigned { kTotalLatency = 0, kIoLatency, kNrLatencyTypes };
 
-constexpr unsigned kLatencyShift = 2;    // a bucket is target / 4 wide
-constexpr unsigned kGoodBuckets = 4;     // buckets 0-3: within the target
-constexpr unsigned kLatencyBuckets = 8;  // bucket 7: above 1.75 x target
-// Token pool sizes (also the most a resize can grow them to).
+constexpr unsigned kLatencyShift = 2;    // KYBER_LATENCY_SHIFT: a bucket is target / 4 wide
+constexpr unsigned kGoodBuckets = 4;     // KYBER_GOOD_BUCKETS: buckets 0-3, within the target
+constexpr unsigned kLatencyBuckets = 8;  // KYBER_LATENCY_BUCKETS: bucket 7, above 1.75 x target
+// Token pool sizes (also the most a resize can grow them to): kyber_depth.
 constexpr unsigned kDomainDepth[kNrDomains] = {256, 128, 64, 16};
-// Requests dispatched from one domain before the next gets a turn.
+// Requests dispatched from one domain before the next gets a turn:
+// kyber_batch_size.
 constexpr unsigned kBatchSize[kNrDomains] = {16, 8, 1, 1};
-// Default latency targets (ns) of the domains that have one.
+// Default latency targets (ns) of the domains that have one:
+// kyber_latency_targets.
 constexpr uint64_t kDefaultTarget[kOther] = {2'000'000ull, 10'000'000ull, 5'000'000'000ull};
 // Tunable range for read_lat_nsec / write_lat_nsec.
 constexpr uint64_t kMinTargetNs = 1;

@@ -18,13 +18,21 @@
 
 namespace blkmq::kyber {
 
+// The latency timer's period: kyber's timer is re-armed HZ / 10 ahead.
 constexpr uint64_t kTimerPeriodNs = 100 * base::kNsPerMs;
 // A percentile is trusted with this many samples, or once this long has
-// passed since the domain's first unused sample was seen.
+// passed since the domain's first unused sample was seen
+// (calculate_percentile's bare 500, and latency_timeout = jiffies + HZ).
 constexpr unsigned kMinPercentileSamples = 500;
 constexpr uint64_t kPercentileWindowNs = base::kNsPerSec;
-// Share of nr_requests that async I/O (everything but sync reads) may hold.
+// Share of nr_requests that async I/O (everything but sync reads) may
+// hold: KYBER_ASYNC_PERCENT.
 constexpr unsigned kAsyncPercent = 75;
+// kyber_timer_fn's percentiles (bare there): the device is congested when
+// a domain's I/O latency p90 is over its target; a domain is resized from
+// its total latency p99.
+constexpr unsigned kCongestionPercentile = 90;
+constexpr unsigned kResizePercentile = 99;
 
 // One CPU's latency histograms. Completions on that CPU increment; the
 // timer takes them with exchange(0), so no sample is lost or counted twice.

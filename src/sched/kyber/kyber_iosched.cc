@@ -100,6 +100,11 @@ void completed_request(Request* rq, uint64_t now) {
     add_latency_sample(kqd, d, kIoLatency, now > rq->io_start_time_ns ? now - rq->io_start_time_ns : 0);
   // timer_reduce(now + 100 ms): every arming is "now + period", so an armed
   // timer is always the earlier one and only an idle timer needs arming.
+  // The exchange pairs with kyber_latency.cc:timer_fired's clear: after
+  // it, exactly one completion arms the next period. That takes only the
+  // RMW's atomicity; its acq_rel pairs with nothing that needs it (the
+  // samples are atomic counters the timer exchanges, and one that misses
+  // this period's flush is counted in the next).
   if (!kqd->timer_armed.load(std::memory_order_relaxed) &&
       !kqd->timer_armed.exchange(true, std::memory_order_acq_rel))
     kqd->timer.arm_after(kTimerPeriodNs);

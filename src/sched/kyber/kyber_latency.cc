@@ -57,7 +57,7 @@ void resize_domain(KyberData* kqd, unsigned d, uint64_t depth) {
 
 // Resizes domain d from the p99 bucket of its total latency.
 void adjust_domain(KyberData* kqd, unsigned d, bool congested, uint64_t now) {
-  int p99 = calculate_percentile(kqd, d, kTotalLatency, 99, now);
+  int p99 = calculate_percentile(kqd, d, kTotalLatency, kResizePercentile, now);
   if (congested) {
     // Use what the domain looked like before the congestion if it has no
     // fresh p99; the remembered value is spent either way.
@@ -106,12 +106,16 @@ void timer_work(KyberData* kqd, uint64_t now) {
   // device only) has a p90 above its target.
   bool congested = false;
   for (unsigned d = 0; d < kOther; d++)
-    if (calculate_percentile(kqd, d, kIoLatency, 90, now) >= static_cast<int>(kGoodBuckets)) congested = true;
+    if (calculate_percentile(kqd, d, kIoLatency, kCongestionPercentile, now) >= static_cast<int>(kGoodBuckets))
+      congested = true;
   for (unsigned d = 0; d < kOther; d++) adjust_domain(kqd, d, congested, now);
 }
 
 void timer_fired(KyberData* kqd) {
   // Cleared first: a completion during the work arms the next period.
+  // Pairs with kyber_iosched.cc:completed_request's exchange, which then
+  // re-arms. seq_cst pairs with nothing that needs it: a sample the flush
+  // below misses stays in its CPU's counters for the next period.
   kqd->timer_armed.store(false, std::memory_order_seq_cst);
   timer_work(kqd, kqd->q->now_ns());
 }
