@@ -13,7 +13,7 @@
 namespace blkmq {
 
 // FIFO deadlines and priority aging read the queue's clock
-// (Queue::now_ns, QueueConfig::clock): tests step a fake one.
+// (Queue::now_ns, the runtime's clock): tests advance a ManualRuntime's.
 
 // Per priority level (0 = RT, 1 = BE, 2 = IDLE) counters, as debugfs shows
 // them. inserted counts each request once, however often it is requeued.
