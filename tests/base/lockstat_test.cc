@@ -44,6 +44,7 @@ LockStat wait_behind_a_holder(L& l, bool probe) {
   if (probe) {
     EXPECT_FALSE(l.try_lock());
   }
+  // The hold is what the waiter's wait_ns measures: real time by design.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   l.unlock();
   t.join();
@@ -115,7 +116,7 @@ TEST(StatSpinLock, SampledHoldTimeCoversTheTimeHeld) {
   }
   EXPECT_EQ(l.stat().hold_samples, 0u);
   l.lock();  // acquisition kHoldSampleEvery: sampled
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the hold measured: real time by design
   l.unlock();
   LockStat s = l.stat();
   EXPECT_EQ(s.hold_samples, 1u);

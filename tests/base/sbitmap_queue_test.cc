@@ -10,6 +10,7 @@
 #include "base/percpu.h"
 #include "base/sbitmap.h"
 #include "support/stress.h"
+#include "support/wait.h"
 
 namespace blkmq::base {
 namespace {
@@ -43,12 +44,7 @@ int get_or_wait(SbitmapQueue& q, std::atomic<unsigned>* wait_index, std::atomic<
 }
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit = 3000ms) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
+  return test::eventually(pred, static_cast<int>(limit.count()));
 }
 
 TEST(SbitmapQueue, WakeBatchFollowsDepth) {

@@ -1,6 +1,8 @@
 // Event, Completion, SpinLock, LList, clock and per-CPU ids.
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -12,6 +14,7 @@
 #include "base/percpu.h"
 #include "base/spinlock.h"
 #include "support/stress.h"
+#include "support/wait.h"
 
 namespace blkmq::base {
 namespace {
@@ -34,8 +37,13 @@ TEST(Event, NotifyBeforeWaitIsNotLost) {
 TEST(Event, WakesASleepingWaiter) {
   Event e;
   std::atomic<bool> woke{false};
-  std::thread t([&] { woke = e.wait(3 * kNsPerSec); });
-  std::this_thread::sleep_for(20ms);
+  std::atomic<pid_t> tid{0};
+  std::thread t([&] {
+    tid = test::this_tid();
+    woke = e.wait(3 * kNsPerSec);
+  });
+  // Notified while asleep in the futex, not before it got there.
+  EXPECT_TRUE(test::eventually([&] { return tid.load() && test::asleep_in(tid.load(), SYS_futex); }));
   e.notify();
   t.join();
   EXPECT_TRUE(woke.load());
@@ -96,9 +104,17 @@ TEST(Completion, ReleasesAllWaiters) {
   EXPECT_FALSE(c.wait_for(10 * kNsPerMs));
   EXPECT_FALSE(c.wait_for(0));
   std::atomic<int> released{0};
+  std::vector<std::atomic<pid_t>> tids(4);
   std::vector<std::thread> ts;
-  for (int i = 0; i < 4; i++) ts.emplace_back([&] { c.wait(), released++; });
-  std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 4; i++)
+    ts.emplace_back([&, i] {
+      tids[i] = test::this_tid();
+      c.wait(), released++;
+    });
+  // Every waiter asleep in the futex: none was let through early.
+  EXPECT_TRUE(test::eventually([&] {
+    return std::all_of(tids.begin(), tids.end(), [](auto& t) { return t.load() && test::asleep_in(t.load(), SYS_futex); });
+  }));
   EXPECT_EQ(released.load(), 0);
   c.complete();
   for (auto& t : ts) t.join();
@@ -207,7 +223,7 @@ TEST(LList, ConcurrentPushesKeepPerProducerOrder) {
 
 TEST(Clock, MonotonicNanoseconds) {
   uint64_t a = now_ns();
-  std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(5ms);  // real time is what the clock is checked against
   uint64_t b = now_ns();
   EXPECT_GE(b - a, 5 * kNsPerMs);
   EXPECT_LT(b - a, 5 * kNsPerSec);

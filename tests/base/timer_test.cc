@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 
 #include <atomic>
 #include <memory>
@@ -13,11 +14,40 @@
 #include "base/clock.h"
 #include "base/event.h"
 #include "support/stress.h"
+#include "support/wait.h"
 
 namespace blkmq::base {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Returns once tt's thread has fired everything due by `when`: a sentinel
+// armed for `when` fires after all of them (expiry order, FIFO on ties).
+// A test that checks that a cancelled or moved expiry never fired waits
+// for the thread to pass it, instead of sleeping past it.
+bool passed(TimerThread& tt, uint64_t when) {
+  Completion fired;
+  Timer sentinel;
+  sentinel.init(&tt, [&] { fired.complete(); });
+  sentinel.arm_at(when);
+  return fired.wait_for(3 * kNsPerSec);
+}
+
+// Runs `release` on another thread once the calling thread is asleep in a
+// futex (waiting in cancel_sync or a timer's destructor), and joins it
+// when it goes out of scope.
+class ReleaseOnceWaiting {
+ public:
+  explicit ReleaseOnceWaiting(Event& release)
+      : t_([&release, tid = test::this_tid()] {
+          test::eventually([tid] { return test::asleep_in(tid, SYS_futex); });
+          release.notify();
+        }) {}
+  ~ReleaseOnceWaiting() { t_.join(); }
+
+ private:
+  std::thread t_;
+};
 
 TEST(Timer, FiresInExpiryOrderFifoOnTies) {
   TimerThread tt("tmr-order");
@@ -65,11 +95,12 @@ TEST(Timer, RearmMovesTheExpiry) {
   t.arm_after(10 * kNsPerSec);
   t.arm_after(5 * kNsPerMs);  // earlier
   ASSERT_TRUE(t.armed());
-  for (int i = 0; i < 3000 && !fired; i++) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(passed(tt, t.expires()));
   EXPECT_EQ(fired.load(), 1);
   t.arm_after(5 * kNsPerMs);
+  const uint64_t gone = t.expires();
   t.arm_after(10 * kNsPerSec);  // later: the 5 ms expiry is gone
-  std::this_thread::sleep_for(30ms);
+  ASSERT_TRUE(passed(tt, gone));
   EXPECT_EQ(fired.load(), 1);
   EXPECT_TRUE(t.armed());
   EXPECT_TRUE(t.cancel());
@@ -82,10 +113,11 @@ TEST(Timer, CancelPreventsFiring) {
   t.init(&tt, [&] { fired++; });
   EXPECT_FALSE(t.cancel());
   t.arm_after(20 * kNsPerMs);
+  const uint64_t due = t.expires();
   EXPECT_TRUE(t.cancel());
   EXPECT_FALSE(t.armed());
   EXPECT_FALSE(t.cancel());
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(passed(tt, due));
   EXPECT_EQ(fired.load(), 0);
 }
 
@@ -112,19 +144,19 @@ TEST(Timer, CancelSyncWaitsForRunningCallback) {
   t.init(&tt, [&] {
     started.notify();
     release.wait(3 * kNsPerSec);
+    // Runs on well after its release: a cancel_sync that stopped waiting
+    // after a bounded time would return first. Real time by design.
     std::this_thread::sleep_for(20ms);
     finished = true;
   });
   t.arm_after(0);
   ASSERT_TRUE(started.wait(3 * kNsPerSec));
   EXPECT_FALSE(t.armed());
-  std::thread releaser([&] {
-    std::this_thread::sleep_for(10ms);
-    release.notify();
-  });
-  t.cancel_sync();
-  EXPECT_TRUE(finished.load());
-  releaser.join();
+  {
+    ReleaseOnceWaiting releaser(release);  // released once cancel_sync sleeps
+    t.cancel_sync();
+    EXPECT_TRUE(finished.load());
+  }
 }
 
 TEST(Timer, CallbackMayCancelSyncAndRearmItself) {
@@ -156,11 +188,12 @@ TEST(Timer, CancelSyncStopsASelfRearmingTimer) {
     t.arm_after(100 * kNsPerUs);
   });
   t.arm_after(0);
-  for (int i = 0; i < 3000 && runs < 3; i++) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(test::eventually([&] { return runs >= 3; }, 3000));
   t.cancel_sync();
   int after = runs;
   EXPECT_FALSE(t.armed());
-  std::this_thread::sleep_for(20ms);
+  // A rearm that survived would be due within 100 us: past the sentinel's time.
+  ASSERT_TRUE(passed(tt, now_ns() + kNsPerMs));
   EXPECT_EQ(runs.load(), after);
 }
 
@@ -171,23 +204,29 @@ TEST(Timer, DestroyWhileArmedOrRunning) {
     auto t = std::make_unique<Timer>();
     t->init(&tt, [&] { fired++; });
     t->arm_after(i % 2 ? 0 : 50 * kNsPerMs);
+    // Sometimes the timer thread gets to it first: real time varies the
+    // interleaving, which is the point.
     if (i % 3 == 0) std::this_thread::sleep_for(100us);
     t.reset();  // cancels and waits; ASan catches a callback on freed memory
   }
-  Event started;
+  const uint64_t last_due = now_ns() + 50 * kNsPerMs;  // no destroyed timer was due later
+  Event started, release;
   auto t = std::make_unique<Timer>();
   std::atomic<bool> finished{false};
   t->init(&tt, [&] {
     started.notify();
-    std::this_thread::sleep_for(30ms);
+    release.wait(3 * kNsPerSec);
     finished = true;
   });
   t->arm_after(0);
   ASSERT_TRUE(started.wait(3 * kNsPerSec));
-  t.reset();
-  EXPECT_TRUE(finished.load());
+  {
+    ReleaseOnceWaiting releaser(release);  // released once the destructor waits
+    t.reset();
+    EXPECT_TRUE(finished.load());
+  }
   int before = fired;
-  std::this_thread::sleep_for(60ms);
+  ASSERT_TRUE(passed(tt, last_due));
   EXPECT_EQ(fired.load(), before);
 }
 

@@ -199,15 +199,11 @@ TEST(Core, TagsWaitLockStatisticsCountASubmitterThatSleptForATag) {
   d.q().submit_bio(&a->bio);
   d.q().submit_bio(&b->bio);
   std::thread sleeper([&] { d.q().submit_bio(&c->bio); });  // no tag left: sleeps
-  for (int i = 0; i < 5000 && waits() == 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_GE(waits(), 1u);
+  EXPECT_TRUE(eventually([&] { return waits() >= 1; }, 5000));
   for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
   sleeper.join();
   std::vector<Request*> last;
-  for (int i = 0; i < 5000 && last.empty(); i++) {
-    last = d.take_held();
-    if (last.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  EXPECT_TRUE(eventually([&] { return !(last = d.take_held()).empty(); }, 5000));
   for (Request* rq : last) end_request(rq, BlkStatus::ok);
   ASSERT_TRUE(t.wait_for(3));
   EXPECT_GE(waits(), 2u);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/event.h"
 #include "blkmq/blkmq.h"
 #include "blkmq/plug.h"
 #include "support/blkparse.h"
@@ -37,13 +38,17 @@ struct Batch {
   std::vector<uint8_t> buf;
   std::atomic<size_t> done{0};
   std::atomic<size_t> errors{0};
+  size_t expected = 0;
+  base::Completion all_done;
 
   void run(Queue& q, ReqOp op, const std::vector<uint64_t>& blocks, bool plugged) {
     auto end = [](Bio* b) {
       auto* self = static_cast<Batch*>(b->private_data);
       if (b->status != BlkStatus::ok) self->errors++;
-      self->done++;
+      if (self->done.fetch_add(1) + 1 == self->expected) self->all_done.complete();
     };
+    expected = blocks.size();
+    all_done.reinit();
     for (size_t i = 0; i < blocks.size(); i++) {
       vecs[i] = iovec{buf.data() + i * 4096, 4096};
       bios[i] = Bio{};
@@ -59,7 +64,7 @@ struct Batch {
       std::unique_ptr<Plug> plug(plugged ? new Plug(static_cast<unsigned>(blocks.size())) : nullptr);
       for (size_t i = 0; i < blocks.size(); i++) q.submit_bio(&bios[i]);
     }
-    for (int i = 0; i < 5000 && done.load() < blocks.size(); i++) usleep(1000);
+    ASSERT_TRUE(all_done.wait_for(5ull * 1000 * 1000 * 1000)) << done.load() << " of " << blocks.size();
     ASSERT_EQ(done.load(), blocks.size());
   }
 };

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/event.h"
 #include "blkmq/blkmq.h"
 #include "blkmq/plug.h"
 #include "support/blkparse.h"
@@ -40,7 +41,12 @@ void plugged_io(Queue& q, ReqOp op, const std::vector<uint64_t>& blocks) {
   std::vector<Bio> bios(blocks.size());
   std::vector<iovec> vecs(blocks.size());
   std::vector<uint8_t> buf(blocks.size() * 4096);
-  std::atomic<size_t> done{0};
+  struct Ends {
+    std::atomic<size_t> n{0};
+    size_t expected = 0;
+    base::Completion all;  // completed by the last end
+  } done;
+  done.expected = blocks.size();
   {
     Plug plug(static_cast<unsigned>(blocks.size()));
     for (size_t i = 0; i < blocks.size(); i++) {
@@ -51,12 +57,15 @@ void plugged_io(Queue& q, ReqOp op, const std::vector<uint64_t>& blocks) {
       bios[i].vec = &vecs[i];
       bios[i].nr_vecs = 1;
       bios[i].private_data = &done;
-      bios[i].end_io = [](Bio* b) { static_cast<std::atomic<size_t>*>(b->private_data)->fetch_add(1); };
+      bios[i].end_io = [](Bio* b) {
+        auto* e = static_cast<Ends*>(b->private_data);
+        if (e->n.fetch_add(1) + 1 == e->expected) e->all.complete();
+      };
       q.submit_bio(&bios[i]);
     }
   }
-  for (int i = 0; i < 5000 && done.load() < blocks.size(); i++) usleep(1000);
-  ASSERT_EQ(done.load(), blocks.size());
+  ASSERT_TRUE(done.all.wait_for(5ull * 1000 * 1000 * 1000)) << done.n.load() << " of " << blocks.size() << " ended";
+  ASSERT_EQ(done.n.load(), blocks.size());
 }
 
 // Blocks 1, 17, 33, ...: never adjacent, so nothing merges. Fewer than a

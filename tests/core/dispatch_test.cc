@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "base/lockstat.h"
 #include "support/stub_driver.h"
 
 namespace blkmq::test {
@@ -272,8 +273,10 @@ TEST(UpdateNrHwQueues, WhileIoRunsLosesNothing) {
     });
   }
   for (int r = 0; r < 6; r++) {
-    ASSERT_TRUE(d.set().update_nr_hw_queues(1 + r % 2, 0));
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_TRUE(d.set().update_nr_hw_queues(1 + r % 2, 0));
+    // I/O goes in between updates, not only while one runs.
+    const int seen = submitted.load();
+    EXPECT_TRUE(eventually([&] { return submitted.load() >= seen + 32 || submitted.load() == 8000; }));
   }
   stop = true;
   for (auto& x : th) x.join();
@@ -297,25 +300,28 @@ TEST(SharedTags, TwoQueuesShareFairly) {
     s.push_back(t.make(ReqOp::write, uint64_t(i) * 8192, 4096));
     q2->submit_bio(&s.back()->bio);
   }
-  std::atomic<bool> done{false};
+  Slots m;
   std::thread more([&] {
-    Slots m;
     for (int i = 0; i < 8; i++) {
       m.push_back(t.make(ReqOp::write, (1 << 20) + uint64_t(i) * 8192, 4096));
       d.q().submit_bio(&m.back()->bio);
     }
-    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
-    t.wait_for(16);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // `more` sleeps for a tag once the first queue holds its share: seen as
+  // a submitter queued on the tags' wait queue (their lock's first taking).
+  auto tag_waits = [&] {
+    base::LockStat st;
+    EXPECT_TRUE(base::LockStat::parse(*d.q().attr("mq/0/tags_wait_lock_stat"), &st));
+    return st.acquired;
+  };
+  ASSERT_TRUE(eventually([&] { return tag_waits() >= 1; })) << "the first queue took more than its share";
   auto* qi = static_cast<QueueImpl*>(&d.q());
   EXPECT_LE(qi->hctx(0)->nr_active.load(), 8u);  // fair share: ceil(16 / 2)
-  done = true;
-  for (int i = 0; i < 200 && t.ended.load() < 16; i++) {
+  EXPECT_EQ(d.nr_seen(), 12u) << "the first queue's 8 and the second's 4";
+  EXPECT_TRUE(eventually([&] {
     for (Request* rq : d.take_held()) end_request(rq, BlkStatus::ok);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+    return t.ended.load() >= 16;
+  }));
   more.join();
   EXPECT_EQ(t.ended.load(), 16);
 }

@@ -10,16 +10,17 @@
 #include <thread>
 #include <vector>
 
+#include "base/event.h"
 #include "blkmq/blkmq.h"
 
 namespace blkmq {
 namespace {
 
 struct Waited {
-  std::atomic<bool> done{false};
+  base::Completion done;
 };
 
-void waited_end(Bio* b) { static_cast<Waited*>(b->private_data)->done.store(true, std::memory_order_release); }
+void waited_end(Bio* b) { static_cast<Waited*>(b->private_data)->done.complete(); }
 
 // A data-less bio (discard, write_zeroes) of `len` bytes at `offset`,
 // submitted and waited for.
@@ -32,9 +33,7 @@ BlkStatus submit_range(Queue& q, ReqOp op, uint64_t offset, uint32_t len) {
   bio.end_io = waited_end;
   bio.private_data = &w;
   q.submit_bio(&bio);
-  for (int i = 0; i < 100000 && !w.done.load(std::memory_order_acquire); i++)
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  EXPECT_TRUE(w.done.load()) << "the bio never ended";
+  EXPECT_TRUE(w.done.wait_for(5ull * 1000 * 1000 * 1000)) << "the bio never ended";
   return bio.status;
 }
 

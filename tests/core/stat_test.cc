@@ -2,7 +2,8 @@
 // in the driver, `inflight` and the stat file's in-flight field count them
 // and io_ticks grows (read while they are in flight, as part_stat_show
 // updates it); once they end, every count matches the sequence of I/O
-// issued, in-flight is zero and the busy time stops.
+// issued, in-flight is zero and the busy time stops. The times are read
+// off a manual runtime's clock, so they are exact, not bounds.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -27,9 +28,16 @@ enum Field { kReadIos, kReadMerges, kReadSectors, kReadTicks, kWriteIos, kWriteM
              kWriteTicks, kInFlight, kIoTicks, kTimeInQueue, kDiscardIos, kDiscardMerges, kDiscardSectors,
              kDiscardTicks, kFlushIos, kFlushTicks };
 
+// The core's io_ticks unit (its jiffy): 2^22 ns. A clock that starts on a
+// tick and moves whole ticks makes io_ticks exact.
+constexpr uint64_t kTick = 1ull << 22;
+constexpr uint64_t kMs = 1000 * 1000;
+
 TEST(DiskStats, InFlightAndBusyTimeWhileRequestsAreHeldThenExactCounts) {
+  ManualRuntime rt(250000 * kTick);  // about 1049 s
   StubDriver::Options o;
   o.mode = CompleteMode::never;
+  o.runtime = &rt;
   StubDriver d(o);
   Queue& q = d.q();
   BioTracker t;
@@ -53,11 +61,11 @@ TEST(DiskStats, InFlightAndBusyTimeWhileRequestsAreHeldThenExactCounts) {
   auto f0 = stat_fields(q);
   ASSERT_EQ(f0.size(), 17u);
   EXPECT_EQ(f0[kInFlight], 4u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  constexpr uint64_t kHeld = 15 * kTick;  // 62.9 ms
+  rt.advance(kHeld);
   auto f1 = stat_fields(q);
-  // Busy the whole time with four requests in flight (1 ms ticks; allow
-  // for the clock's granularity and the test's own delays).
-  EXPECT_GE(f1[kIoTicks] - f0[kIoTicks], 40u);
+  // Busy the whole time with four requests in flight.
+  EXPECT_EQ(f1[kIoTicks] - f0[kIoTicks], kHeld / kMs);
   // time_in_queue sums the time of completed requests only, as the
   // kernel's field 11 (part_stat nsecs) does.
   EXPECT_EQ(f1[kTimeInQueue], f0[kTimeInQueue]);
@@ -72,14 +80,15 @@ TEST(DiskStats, InFlightAndBusyTimeWhileRequestsAreHeldThenExactCounts) {
   EXPECT_EQ(f2[kWriteIos], 2u);
   EXPECT_EQ(f2[kWriteMerges], 0u);
   EXPECT_EQ(f2[kWriteSectors], (4096 + 16384) / 512u);
-  EXPECT_GE(f2[kReadTicks], 2 * 50u);
-  EXPECT_GE(f2[kWriteTicks], 2 * 50u);
-  EXPECT_GE(f2[kTimeInQueue], 4 * 50u);
+  EXPECT_EQ(f2[kReadTicks], 2 * kHeld / kMs);
+  EXPECT_EQ(f2[kWriteTicks], 2 * kHeld / kMs);
+  EXPECT_EQ(f2[kTimeInQueue], 4 * kHeld / kMs);
+  EXPECT_EQ(f2[kIoTicks], f1[kIoTicks]) << "the ends came at the time f1 was read";
   EXPECT_EQ(f2[kInFlight], 0u);
   EXPECT_EQ(f2[kDiscardIos], 0u);
   EXPECT_EQ(*q.attr("inflight"), "       0        0");
   // Idle: busy time no longer grows.
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  rt.advance(8 * kTick);
   auto f3 = stat_fields(q);
   EXPECT_EQ(f3[kIoTicks], f2[kIoTicks]);
   EXPECT_EQ(f3[kTimeInQueue], f2[kTimeInQueue]);

@@ -17,6 +17,7 @@
 #include "blkmq/driver/context.h"
 #include "drivers/null/null_params.h"
 #include "support/device_test_util.h"
+#include "support/wait.h"
 
 namespace blkmq {
 namespace {
@@ -383,7 +384,8 @@ TEST(NullDevice, TeardownWhileThrottledDrains) {
     slots[i].prep(ReqOp::write, uint64_t(i) << 16, 64 << 10, &w);
     dev->queue().submit_bio(&slots[i].bio);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The cap holds requests back (refused dev_resource) when the teardown starts.
+  EXPECT_TRUE(test::eventually([&] { return dev->queue().hctx_stats(0).busy > 0; }));
   auto t0 = Clock::now();
   dev.reset();
   EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(1500));

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/event.h"
 #include "drivers/null/null_store.h"
 #include "support/device_test_util.h"
 #include "support/watchdog.h"
@@ -109,14 +110,16 @@ TEST(NullPowerCut, CutsWhileWritersRunTearNoPage) {
   const unsigned kOps = test::scaled(1500);
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> gen{0};  // odd while a cut runs
+  base::Event clean_flush;        // a flush ended with no cut since it began
   std::thread cutter([&] {
     while (!stop.load()) {
       gen.fetch_add(1);
       s.power_cut();
       gen.fetch_add(1);
       // Back to back cuts would leave no flush without a cut in it, and
-      // the flush half of the check would test nothing.
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      // the flush half of the check would test nothing: the next cut waits
+      // for a flush that ran clear of this one (or for the writers' end).
+      clean_flush.wait();
     }
   });
   struct PageLog {
@@ -137,16 +140,19 @@ TEST(NullPowerCut, CutsWhileWritersRunTearNoPage) {
                   BlkStatus::ok);
         for (unsigned i = first; i < first + n; i++) log[t][i] = {v, fua ? v : log[t][i].floor, g};
         if (op % 50 == 0) {
+          const uint64_t begin = gen.load();
           ASSERT_EQ(s.flush(), BlkStatus::ok);
           const uint64_t end = gen.load();
           for (PageLog& p : log[t])
             if (p.gen == end && end % 2 == 0) p.floor = p.last;
+          if (begin == end && end % 2 == 0) clean_flush.notify();
         }
       }
     });
   }
   for (auto& th : ts) th.join();
   stop = true;
+  clean_flush.notify();
   cutter.join();
   s.power_cut();
   unsigned flushed_checks = 0;

@@ -19,6 +19,7 @@
 #include "drivers/scsi/scsi_device.h"
 #include "drivers/scsi/scsi_host.h"
 #include "support/device_test_util.h"
+#include "support/wait.h"
 
 namespace blkmq::scsi {
 namespace {
@@ -155,7 +156,8 @@ TEST(ScsiHost, RaisingTheDepthReleasesWaitingCommands) {
   ASSERT_TRUE(dev);
   ScsiLun& lun = host_of(*dev).lun(0);
   std::thread load([&] { EXPECT_EQ(run_load(dev->queue(), 2, 10, 16), 0); });
-  std::this_thread::sleep_for(5ms);
+  // Commands wait for the one slot before the depth is raised.
+  EXPECT_TRUE(test::eventually([&] { return lun.budget_denied() > 0; }));
   ASSERT_TRUE(lun.set_queue_depth(8).ok());
   EXPECT_FALSE(lun.set_queue_depth(0).ok());
   load.join();

@@ -110,6 +110,7 @@ class RamTarget : public UblkTarget {
       UblkIo* io = pending_.front();
       pending_.pop_front();
       lk.unlock();
+      // The target's service time: a device latency, real time by design.
       if (delay_.count()) std::this_thread::sleep_for(delay_);
       finish(*io);
       lk.lock();

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/event.h"
 #include "blkmq/blkmq.h"
 #include "blkmq/driver/context.h"
 #include "blkmq/driver/ublk.h"
@@ -156,6 +157,19 @@ TEST(UblkLoop, DirectIoReachesTheFile) {
   EXPECT_NE(bad.status().message().find("target=loop only"), std::string::npos);
 }
 
+// Counts a bio's ends and wakes the test at the first.
+struct EndCount {
+  std::atomic<int> n{0};
+  base::Completion first;
+  static void end_io(Bio* b) {
+    auto* e = static_cast<EndCount*>(b->private_data);
+    e->n.fetch_add(1);
+    e->first.complete();
+  }
+  // Ended once, within 5 s.
+  bool wait() { return first.wait_for(5ull * 1000 * 1000 * 1000) && n.load() == 1; }
+};
+
 TEST(UblkLoop, MultiSegmentBioAndFua) {
   TempFile f(kFileSize);
   ASSERT_TRUE(f.ok());
@@ -169,12 +183,11 @@ TEST(UblkLoop, MultiSegmentBioAndFua) {
   bio.size = 12288;
   bio.vec = iov;
   bio.nr_vecs = 2;
-  std::atomic<int> ends{0};
+  EndCount ends;
   bio.private_data = &ends;
-  bio.end_io = [](Bio* x) { static_cast<std::atomic<int>*>(x->private_data)->fetch_add(1); };
+  bio.end_io = EndCount::end_io;
   dev->queue().submit_bio(&bio);
-  for (int i = 0; i < 5000 && ends.load() == 0; i++) usleep(1000);
-  ASSERT_EQ(ends.load(), 1);
+  ASSERT_TRUE(ends.wait());
   EXPECT_EQ(bio.status, BlkStatus::ok);
   auto file = f.read_all(kFileSize);
   EXPECT_TRUE(std::all_of(file.begin() + 4096, file.begin() + 8192, [](unsigned char c) { return c == 0xa5; }));
@@ -192,12 +205,11 @@ TEST(UblkLoop, DiscardReadsBackZeros) {
   bio.op = ReqOp::discard;
   bio.sector = 0;
   bio.size = 65536;
-  std::atomic<int> ends{0};
+  EndCount ends;
   bio.private_data = &ends;
-  bio.end_io = [](Bio* x) { static_cast<std::atomic<int>*>(x->private_data)->fetch_add(1); };
+  bio.end_io = EndCount::end_io;
   q.submit_bio(&bio);
-  for (int i = 0; i < 5000 && ends.load() == 0; i++) usleep(1000);
-  ASSERT_EQ(ends.load(), 1);
+  ASSERT_TRUE(ends.wait());
   if (bio.status == BlkStatus::notsupp) GTEST_SKIP() << "the file system cannot punch holes";
   ASSERT_EQ(bio.status, BlkStatus::ok);
   std::vector<unsigned char> out(a.size(), 1);

@@ -23,6 +23,7 @@
 #include "blkmq/blkmq.h"
 #include "drivers/uring/uring_dev.h"
 #include "support/device_test_util.h"
+#include "support/wait.h"
 #include "support/watchdog.h"
 
 namespace blkmq {
@@ -154,18 +155,19 @@ void expect_remote_wake(Device& dev) {
   wait_ended(dev.queue(), io);
   const uint32_t v = word.load();
   std::atomic<bool> back{false};
+  std::atomic<pid_t> tid{0};
   std::thread sleeper([&] {
+    tid = test::this_tid();
     while (word.load() == v) dev.queue().wait(&io.bio, &word, v);
     back.store(true);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(test::eventually([&] { return tid.load() && test::asleep_in(tid.load(), SYS_io_uring_enter); }))
+      << "the waiter never slept in its ring";
   EXPECT_FALSE(back.load()) << "Queue::wait returned with nothing to wake it";
   word.fetch_add(1);
   wake_waiters(&word);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!back.load() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_TRUE(back.load()) << "a wake of the word did not reach the thread asleep in the ring";
+  EXPECT_TRUE(test::eventually([&] { return back.load(); }, 5000))
+      << "a wake of the word did not reach the thread asleep in the ring";
   if (!back.load()) {
     // Unstick it with a completion in its ring, so the test ends.
     WaitIo kick;
@@ -213,18 +215,18 @@ TEST_F(UringWait, StaleArmDoesNotTakeAWakeMeantForAnotherSleeper) {
   while (io.ends.load(std::memory_order_acquire) == 0) dev->queue().wait(&io.bio, &word, 0);
   const uint32_t v = word.load();
   std::atomic<bool> back{false};
+  std::atomic<pid_t> tid{0};
   std::thread sleeper([&] {
+    tid = test::this_tid();
     while (word.load() == v)
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, v, nullptr, nullptr, 0);
     back.store(true);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The single wake must find the sleeper already asleep on the word.
+  EXPECT_TRUE(test::eventually([&] { return tid.load() && test::asleep_in(tid.load(), SYS_futex); }));
   word.fetch_add(1);
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!back.load() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_TRUE(back.load()) << "the single wake went to an arm left in the ring";
+  EXPECT_TRUE(test::eventually([&] { return back.load(); }, 5000)) << "the single wake went to an arm left in the ring";
   if (!back.load())
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
   sleeper.join();

@@ -116,6 +116,7 @@ TEST(NbdServer, StopFinishesWithAClientThatNeverReads) {
     batch += encode_request(r);
   }
   c.send(batch);
+  // The replies fill the socket buffers: a matter of time, not a signal.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto t0 = std::chrono::steady_clock::now();
   srv.reset();  // stop() and join

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "support/nbd_regress_util.h"
+#include "support/wait.h"
 
 namespace blkmq::nbd::regress {
 namespace {
@@ -63,7 +64,8 @@ double cpu_seconds() {
   if (::connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) std::_Exit(3);
   // The server now fails accept() with EMFILE. Over a 600 ms window a
   // spinning loop uses most of a core; one that backs off, next to nothing.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the first failure happens
+  // The episode's first failure is logged when it happens.
+  if (!blkmq::test::eventually([&] { return logged.load() >= 1; })) std::fprintf(stderr, "accept never failed\n");
   const double c0 = cpu_seconds();
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the window measured, by time by design
   const double used = cpu_seconds() - c0;

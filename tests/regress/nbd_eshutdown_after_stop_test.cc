@@ -28,6 +28,8 @@ TEST(NbdRegress, RequestsAfterStopAreAnsweredEshutdown) {
   uint32_t err = 0;
   for (int i = 0; i < 200 && err == 0; i++) {
     err = request(fd, kCmdRead, 0, 512);
+    // A client's paced retries: no reply but this one says the stop has
+    // reached the connection.
     if (err == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(err, uint32_t{kErrShutdown}) << "a request after stop() was not answered ESHUTDOWN";

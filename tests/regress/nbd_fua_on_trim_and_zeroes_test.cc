@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/nbd_regress_util.h"
+#include "support/wait.h"
 
 namespace blkmq::nbd::regress {
 namespace {
@@ -33,11 +34,7 @@ uint64_t flushes(Device& d) { return stat_fields(d).at(15); }
 // The flush request is accounted as it ends, which may be just after the
 // reply went out: wait (bounded) for the count to pass `n`.
 bool flushed_past(Device& d, uint64_t n) {
-  for (int i = 0; i < 200; i++) {
-    if (flushes(d) > n) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
+  return blkmq::test::eventually([&] { return flushes(d) > n; }, 1000);
 }
 
 TEST(NbdRegress, FuaTrimOnAnEmulatedFuaCacheIsPerformedAndFlushed) {

@@ -32,7 +32,7 @@ TEST(NbdRegress, HandshakeDeadlineEndsAClientThatDoesNotReadItsReplies) {
     const int fd = connect_unix(s.path());
     served = go(fd);
     ::close(fd);
-    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a client's retry while the deadline runs
   }
   EXPECT_TRUE(served) << "a client that never reads its option replies held the only slot";
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));

@@ -34,12 +34,13 @@ TEST(NbdRegress, IdleHandshakesCannotLockOutClients) {
     const int fd = connect_unix(s.path());
     served = go(fd);
     ::close(fd);
-    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a client's retry
   }
   EXPECT_TRUE(served) << "the stalled handshakes still hold every connection slot";
   // A client inside transmission may stay idle past the handshake deadline.
   const int fd = connect_unix(s.path());
   ASSERT_TRUE(go(fd));
+  // Idle for longer than the handshake deadline: real time is the point.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(request(fd, kCmdRead, 0, 512), 0u) << "an idle connection in transmission was closed";
   ::close(fd);

@@ -56,6 +56,8 @@ TEST(NbdRegress, RefusedClientGetsAClearCloseAndTheServerSaysWhy) {
   bool served = false;
   for (int i = 0; i < 30 && !served; i++) {
     served = test::run_bounded(cmd, 10) == 0;
+    // A client's retry: the slot frees at the server's next poll, a time
+    // no client can see.
     if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(served) << "the freed slot was not given to a new client";

@@ -62,7 +62,7 @@ TEST(NbdRegress, ServerWideByteBudgetBoundsPayloadInFlightOverAllConnections) {
   std::thread sampler([&] {
     while (!done.load()) {
       peak = std::max(peak, device_inflight(s.device()));
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a sampler's period
     }
   });
   for (auto& t : ts) t.join();

@@ -84,7 +84,7 @@ long threads_now() {
 void settle_threads() {
   long last = threads_now();
   for (int same = 0, i = 0; same < 5 && i < 500; i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // "stayed put for 50 ms" is a time: see above
     const long now = threads_now();
     same = now == last ? same + 1 : 0;
     last = now;

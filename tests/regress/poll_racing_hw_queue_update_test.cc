@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "blkmq/blkmq.h"
+#include "core/core.h"
+#include "support/wait.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
@@ -23,11 +25,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A driver whose poll, once armed, says it is inside and stays there for
-// 100 ms, then records whether its hctx was exited while it was.
+// A driver whose poll, once armed, says it is inside and stays there until
+// the update waits for it or exits an hctx anyway, then records whether its
+// hctx was exited while it was.
 struct PollProbe {
   std::atomic<bool> armed{false}, inside{false}, exited_while_inside{false};
   std::atomic<int> exits{0};
+  std::atomic<pid_t> updater{0};
 };
 PollProbe g_probe;
 
@@ -37,13 +41,17 @@ BlkStatus probe_queue_rq(HwCtx*, const QueueData& bd) {
   return BlkStatus::ok;
 }
 
-int probe_poll(HwCtx*, IoCompBatch*) {
+int probe_poll(HwCtx* hctx, IoCompBatch*) {
   if (!g_probe.armed.exchange(false)) return 0;
   const int exits_before = g_probe.exits.load();
   g_probe.inside = true;
-  // A bounded stay, not a handshake: with the fix the update waits for
-  // this poll to leave, so the poll cannot wait for the update.
-  std::this_thread::sleep_for(100ms);
+  // The update has quiesced the queue and sleeps waiting for this poll to
+  // leave (the fix), or has exited an hctx (the bug). Bounded: a poll that
+  // waited on the update itself would deadlock.
+  const QueueImpl* q = to_impl(hctx->queue);
+  eventually(
+      [&] { return g_probe.exits.load() != exits_before || (q->quiesced() && asleep_in_core_wait(g_probe.updater)); },
+      5000);
   if (g_probe.exits.load() != exits_before) g_probe.exited_while_inside = true;
   g_probe.inside = false;
   return 0;
@@ -72,6 +80,7 @@ TEST(PollRacingHwQueueUpdate, UpdateWaitsForAPollInsideTheDriver) {
   Bio polled;
   polled.cookie = 1;  // the poll hctx: what a polled bio's submission leaves
   g_probe.armed = true;
+  g_probe.updater = this_tid();
   std::thread poller([&] { (*q)->poll(&polled); });
   while (!g_probe.inside.load()) std::this_thread::yield();
   // No request is in flight, so the freeze is immediate: only the poll's

@@ -17,6 +17,8 @@
 #include "blkmq/elevator/elevator.h"
 #include "support/fifo_sched.h"
 #include "support/verified_io.h"
+#include "core/core.h"
+#include "support/wait.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
@@ -70,19 +72,29 @@ TEST(StaleHctxAfterUpdate, UpdateWaitsForASubmitterBetweenItsInsertAndItsRun) {
   // Dispatch and complete the held submitter's request from here: its
   // usage reference is gone, the submitter still has its run to do.
   const uint64_t t0 = q.disk_stat().write_ios;
-  const auto end = std::chrono::steady_clock::now() + 10s;
-  while (q.disk_stat().write_ios == t0 && std::chrono::steady_clock::now() < end) {
+  eventually([&] {
     run_hw_queues(&q, false);
-    std::this_thread::sleep_for(1ms);
-  }
+    return q.disk_stat().write_ios != t0;
+  });
   ASSERT_EQ(q.disk_stat().write_ios, t0 + 1);
   std::atomic<bool> updated{false};
+  std::atomic<pid_t> tid{0};
   Status ust = Status::OK();
   std::thread updater([&] {
+    tid = this_tid();
     ust = q.tag_set().update_nr_hw_queues(1, 0);
     updated = true;
   });
-  std::this_thread::sleep_for(300ms);
+  // The update quiesces the queue and then waits for the held submitter's
+  // dispatch section (a wait that sleeps in short naps): seen asleep with
+  // the queue quiesced, it is blocked there. A buggy update would not
+  // stop there and end instead.
+  auto* qi = to_impl(&q);
+  auto blocked = [&] {
+    const pid_t t = tid.load();
+    return t && qi->quiesced() && asleep_in_core_wait(t);
+  };
+  eventually([&] { return updated.load() || blocked(); });
   EXPECT_FALSE(updated.load()) << "the hctxs were replaced under a submitter between its insert and its run";
   {
     std::lock_guard lk(g_gate.mu);

@@ -9,15 +9,19 @@
 // requeue_work_fn against the queue's delete). The teardown now holds the
 // update lock shared from its start until the queue is off the set's list.
 // This test puts the teardown in that window every time: the update's
-// init_hctx holds it while the queue is destroyed. The race shows under
-// TSan and ASan (this binary runs in both trees).
+// init_hctx holds it while the queue is destroyed. The set runs on a
+// manual runtime, so work restarted on the freed queue waits in its queue
+// until the test runs it, and then runs on freed memory every time, which
+// ASan reports (this binary runs in both sanitizer trees).
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "blkmq/blkmq.h"
+#include "support/wait.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
@@ -26,6 +30,7 @@ namespace {
 using namespace std::chrono_literals;
 
 std::atomic<bool> g_hold{false}, g_holding{false};
+std::atomic<pid_t> g_teardown_tid{0};
 
 BlkStatus inline_queue_rq(HwCtx*, const QueueData& bd) {
   start_request(bd.rq);
@@ -34,19 +39,20 @@ BlkStatus inline_queue_rq(HwCtx*, const QueueData& bd) {
 }
 
 // Called by the update (with the set's update lock held) for each hctx it
-// builds; the first one, when armed, holds the update there for 200 ms so
-// that the teardown reaches the lock and waits behind it. A bounded stay:
-// the teardown cannot signal once it waits.
+// builds; the first one, when armed, holds the update there until the
+// teardown sleeps (behind the lock), or 5 s: a bounded stay, since a
+// teardown that does not wait for the lock never sleeps there.
 int holding_init_hctx(HwCtx*, void*, unsigned) {
   if (g_hold.exchange(false)) {
     g_holding = true;
-    std::this_thread::sleep_for(200ms);
+    eventually([] { return g_teardown_tid.load() && asleep_in(g_teardown_tid.load(), SYS_futex); }, 5000);
   }
   return 0;
 }
 
 TEST(QueueTeardownRacingUpdate, ATeardownDuringAnUpdateWaitsForIt) {
   Watchdog wd("teardown racing update_nr_hw_queues", std::chrono::seconds(30));
+  ManualRuntime rt;
   DriverOps ops;
   ops.queue_rq = inline_queue_rq;
   ops.init_hctx = holding_init_hctx;
@@ -54,6 +60,7 @@ TEST(QueueTeardownRacingUpdate, ATeardownDuringAnUpdateWaitsForIt) {
   c.ops = &ops;
   c.nr_queues[0] = 1;
   c.queue_depth = 8;
+  c.runtime = &rt;
   auto set = TagSet::create(c);
   ASSERT_TRUE(set) << set.status().message();
   QueueConfig qc;
@@ -63,12 +70,14 @@ TEST(QueueTeardownRacingUpdate, ATeardownDuringAnUpdateWaitsForIt) {
   auto dying = Queue::create(**set, qc);
   ASSERT_TRUE(keep && dying);
   g_hold = true;
+  g_teardown_tid = this_tid();
   std::thread updater([&] { EXPECT_TRUE((*set)->update_nr_hw_queues(1, 0)); });
   while (!g_holding.load()) std::this_thread::yield();
   dying->reset();  // waits for the update to end, then tears down alone
   updater.join();
-  // Give a requeue work left armed on the freed queue time to run.
-  std::this_thread::sleep_for(50ms);
+  // Whatever the update left queued or armed runs now: on the freed queue,
+  // if it restarted that queue's work.
+  rt.advance(10ull * 1000 * 1000 * 1000);
   uint8_t buf[512] = {};
   EXPECT_EQ((*keep)->read_sync(buf, 0, sizeof buf), BlkStatus::ok);
   keep->reset();

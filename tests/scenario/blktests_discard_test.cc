@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/event.h"
 #include "blkmq/blkmq.h"
 #include "support/verified_io.h"
 #include "support/watchdog.h"
@@ -34,6 +35,7 @@ struct ChainedDiscard {
   std::vector<std::atomic<int>> ends;
   std::atomic<size_t> remaining{0};
   std::atomic<int> completions{0};
+  base::Completion all_ended;
   std::atomic<uint8_t> status{static_cast<uint8_t>(BlkStatus::ok)};
   explicit ChainedDiscard(size_t n) : bios(n), ends(n) {}
 };
@@ -42,7 +44,10 @@ void chained_end(Bio* b) {
   auto* c = static_cast<ChainedDiscard*>(b->private_data);
   c->ends[b - c->bios.data()]++;
   if (b->status != BlkStatus::ok) c->status.store(static_cast<uint8_t>(b->status));
-  if (c->remaining.fetch_sub(1) == 1) c->completions++;
+  if (c->remaining.fetch_sub(1) == 1) {
+    c->completions++;
+    c->all_ended.complete();
+  }
 }
 
 // Discards [offset, offset + len) as blkdev_issue_discard splits it: bios
@@ -87,7 +92,7 @@ TEST(BlktestsDiscard, DiscardOverFourGiBWithFourKiBBlocks) {
   }
   const DiskStat before = q.disk_stat();
   auto c = discard_range(q, offset, len);
-  for (int i = 0; i < 60000 && c->completions.load() == 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(c->all_ended.wait_for(60ull * 1000 * 1000 * 1000));
   ASSERT_EQ(c->completions.load(), 1);
   EXPECT_EQ(static_cast<BlkStatus>(c->status.load()), BlkStatus::ok);
   EXPECT_EQ(c->bios.size(), 2u);

@@ -18,6 +18,7 @@
 #include "blkmq/blkmq.h"
 #include "support/stress.h"
 #include "support/verified_io.h"
+#include "support/wait.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
@@ -40,11 +41,9 @@ void sync_ios(Queue& q, bool write, unsigned n, unsigned id) {
 // bio ends, which (as in the kernel's blk_mq_end_request) comes before the
 // request's accounting, so wait until nothing is in flight.
 DiskStat settled_stat(Queue& q) {
-  DiskStat d = q.disk_stat();
-  for (int i = 0; i < 1000 && d.in_flight; i++) {
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-    d = q.disk_stat();
-  }
+  DiskStat d;
+  // Nothing signals the accounting's end: look until it is done.
+  eventually([&] { return (d = q.disk_stat()).in_flight == 0; }, 1000);
   EXPECT_EQ(d.in_flight, 0u);
   return d;
 }

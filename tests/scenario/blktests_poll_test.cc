@@ -106,6 +106,7 @@ TEST(BlktestsPoll, PolledIoWhileSchedulersSwitchAndHwQueuesChange) {
     Status s = q.tag_set().update_nr_hw_queues(kCounts[step % 4], 1);
     EXPECT_TRUE(s) << s.message();
     step++;
+    // The pollers get the queue between changes: a pace over a run of fixed length.
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   stop = true;

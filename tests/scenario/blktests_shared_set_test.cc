@@ -83,7 +83,8 @@ TEST(BlktestsSharedSet, PowerCyclesRacingSubmitQueuesChanges) {
       if (!set.update_nr_hw_queues(i % 2 ? 4 : 1, 0)) update_errors++;
       updates++;
       // blktests' loop runs as fast as echo can write; here a pause lets
-      // the I/O and the power loop get the set between updates.
+      // the I/O and the power loop get the set between updates (a pace:
+      // real time is the point).
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   });

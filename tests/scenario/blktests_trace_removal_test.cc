@@ -21,6 +21,7 @@
 #include "support/proc_usage.h"
 #include "support/stress.h"
 #include "support/verified_io.h"
+#include "support/wait.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
@@ -44,7 +45,7 @@ void count_end(VerifiedIo& io, Counts& c) {
 void submitter(Queue& q, unsigned id, std::atomic<bool>& stop, Counts& c) {
   std::vector<VerifiedIo> ios(4);
   uint64_t n = 0;
-  for (auto& io : ios) io.done.store(true);
+  for (auto& io : ios) io.done.store(1);
   while (!stop.load(std::memory_order_relaxed)) {
     for (VerifiedIo& io : ios) {
       if (!io.done.load(std::memory_order_acquire)) continue;
@@ -57,7 +58,7 @@ void submitter(Queue& q, unsigned id, std::atomic<bool>& stop, Counts& c) {
     std::this_thread::yield();
   }
   for (VerifiedIo& io : ios) {
-    while (!io.done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    wait_verified_io(io);
     if (io.ends.load()) count_end(io, c);
   }
 }
@@ -87,18 +88,20 @@ std::string traced_removal(const char* sched, const std::string& dir, Counts& c)
   Queue& q = dev->queue();
   EXPECT_TRUE(q.start_blktrace(dir));
   // The writer names itself once it runs.
-  for (int i = 0; i < 1000 && threads_named("blktrace") == 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  eventually([] { return threads_named("blktrace") != 0; }, 1000);
   EXPECT_EQ(threads_named("blktrace"), 1u) << "the writer runs while the trace does";
   const std::string prefix = dir + "/" + q.name();
   std::atomic<bool> stop{false};
   std::vector<std::thread> th;
   for (unsigned i = 0; i < 2; i++) th.emplace_back([&, i] { submitter(q, i, stop, c); });
-  const TimeLimit before(std::chrono::milliseconds(static_cast<int>(200 * stress_scale())));
-  while (!before.passed() || c.ok.load() < 100) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // The trace records a while before the removal (time is the point), and
+  // has 100 good I/Os in it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(200 * stress_scale())));
+  EXPECT_TRUE(eventually([&] { return c.ok.load() >= 100; }, 60000)) << c.ok.load() << " I/Os ended ok";
   q.mark_dead();
   // The submitters go on against the dead device (every new bio ends with
   // ioerr at once) until a few such ends are counted.
-  while (c.ioerr.load() < 8) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(eventually([&] { return c.ioerr.load() >= 8; }, 60000));
   stop = true;
   for (auto& t : th) t.join();
   dev.reset();  // the trace is still on: teardown stops it

@@ -66,6 +66,7 @@ TEST(NrHwQueues, UpdateRacingSchedulerSwitches) {
     for (unsigned i = 0; !stop.load(); i++) {
       if (!dev->queue().set_attr("queue/scheduler", kScheds[i % 4])) switch_errors++;
       switches++;
+      // The switches' pace against the updates: time is the point.
       std::this_thread::sleep_for(std::chrono::milliseconds(3));
     }
   });

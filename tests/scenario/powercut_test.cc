@@ -137,7 +137,7 @@ class DurabilityWriter {
     iovec iov{};
     std::vector<unsigned char> buf;
     std::atomic<int> ends{0};
-    std::atomic<bool> done{true};
+    std::atomic<uint32_t> done{1};  // mark_io_done, wait_io_done
     bool used = false;
     unsigned first = 0, n = 0;
     uint32_t seq = 0;
@@ -147,7 +147,7 @@ class DurabilityWriter {
   static void end_io(Bio* b) {
     auto* s = static_cast<Slot*>(b->private_data);
     s->ends.fetch_add(1);
-    s->done.store(true, std::memory_order_release);
+    mark_io_done(s->done);
   }
 
   std::vector<uint32_t> acked_now() const {
@@ -195,7 +195,7 @@ class DurabilityWriter {
     s.bio.end_io = end_io;
     s.bio.private_data = &s;
     s.ends.store(0, std::memory_order_relaxed);
-    s.done.store(false, std::memory_order_relaxed);
+    s.done.store(0, std::memory_order_relaxed);
     r.writes++;
     q_.submit_bio(&s.bio);
   }
@@ -251,13 +251,11 @@ class DurabilityWriter {
     if (s.bio.flags & kBioPreflush) raise_floors(s.acked_at_submit);
   }
 
-  // wait: until every slot has ended (sleeps 100 us between looks: the
-  // completions come from other threads and no word to wait on is shared).
+  // wait: until every slot has ended (each end wakes the slot's word).
   void reap_all(CutReport& r, bool wait) {
     for (Slot& s : slots_) {
       if (!s.used) continue;
-      while (wait && !s.done.load(std::memory_order_acquire))
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (wait) wait_io_done(s.done);
       if (s.done.load(std::memory_order_acquire)) reap(s, r);
     }
   }

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
+#include "core/core.h"
 #include "support/verified_io.h"
+#include "support/wait.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
@@ -58,7 +60,7 @@ void submitter(Queue& q, unsigned id, std::atomic<bool>& stop, std::atomic<bool>
     std::this_thread::yield();
   }
   for (RemovalIo& io : ios) {
-    while (!io.done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    wait_verified_io(io);
     if (io.ends.load()) account(io, c);
   }
 }
@@ -76,15 +78,14 @@ TEST(Removal, SubmittersStillSubmittingWhenTheDeviceIsRemoved) {
     std::atomic<bool> stop{false}, dead{false};
     std::vector<std::thread> th;
     for (unsigned i = 0; i < 4; i++) th.emplace_back([&, i] { submitter(dev->queue(), i, stop, dead, c); });
-    // At least 300 ms (scaled) and 100 good I/Os before the removal: a
-    // fixed sleep alone let bfq under TSan on a loaded machine end 98.
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto at_least = t0 + std::chrono::milliseconds(static_cast<int>(300 * stress_scale()));
-    while ((std::chrono::steady_clock::now() < at_least || c.ok.load() <= 100u) &&
-           std::chrono::steady_clock::now() < t0 + std::chrono::seconds(60))
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // At least 300 ms (scaled: the run's length, time is the point) and
+    // 100 good I/Os before the removal: a fixed sleep alone let bfq under
+    // TSan on a loaded machine end 98.
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(300 * stress_scale())));
+    eventually([&] { return c.ok.load() > 100u; }, 60000);
     dev->queue().mark_dead();
     dead = true;
+    // Submitting against the dead device for a while: a duration, by design.
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(100 * stress_scale())));
     stop = true;
     for (auto& x : th) x.join();
@@ -115,7 +116,8 @@ TEST(Removal, FrozenQueueWaiterEndsWithIoerrWhenTheDeviceDies) {
     st = q.read_sync(buf, 0, kBlock);  // sleeps in the freeze
     ended = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Asleep in the freeze (counted there), not merely not yet arrived.
+  ASSERT_TRUE(eventually([&] { return to_impl(&q)->enter_waiters_.load() == 1; })) << "the submitter never slept";
   EXPECT_FALSE(ended.load()) << "a frozen queue let a bio through";
   q.mark_dead();
   waiter.join();

@@ -23,6 +23,7 @@
 #include "blkmq/elevator/elevator.h"
 #include "support/fifo_sched.h"
 #include "support/verified_io.h"
+#include "support/wait.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
@@ -67,7 +68,7 @@ class Worker {
       std::this_thread::yield();
     }
     for (VerifiedIo& io : ios_) {
-      while (!io.done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      wait_verified_io(io);
       reap(io);
     }
   }
@@ -232,6 +233,7 @@ TEST(SchedSwitch, RotateSchedulersAndNrRequestsUnderVerifiedIo) {
       next_switch += kSwitchPeriod;
     }
     ctl.resize();
+    // The pace of the resizes over a run of fixed length: time is the point.
     std::this_thread::sleep_for(kResizePeriod);
   }
   stop = true;
@@ -247,6 +249,8 @@ TEST(SchedSwitch, RotateSchedulersAndNrRequestsUnderVerifiedIo) {
   EXPECT_EQ(c.doubles.load(), 0u);
   EXPECT_EQ(c.errors.load(), 0u);
   EXPECT_EQ(c.mismatches.load(), 0u);
+  // The last requests are accounted just after their bios end.
+  eventually([&] { return q.disk_stat().in_flight == 0; }, 1000);
   EXPECT_EQ(q.disk_stat().in_flight, 0u);
 }
 
@@ -290,6 +294,7 @@ void racing_switches(bool with_io) {
         }
       }
     });
+  // The run's length: time is the point.
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (auto& t : switchers) t.join();
@@ -312,6 +317,7 @@ void racing_switches(bool with_io) {
     EXPECT_EQ(c.errors.load(), 0u);
     EXPECT_EQ(c.mismatches.load(), 0u);
   }
+  eventually([&] { return q.disk_stat().in_flight == 0; }, 1000);  // accounted just after the bios end
   EXPECT_EQ(q.disk_stat().in_flight, 0u);
 }
 

@@ -14,6 +14,7 @@
 
 #include "blkmq/blkmq.h"
 #include "support/verified_io.h"
+#include "support/wait.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
@@ -50,7 +51,8 @@ TEST(SharedTags, AFastDeviceIsNotStarvedByASlowOne) {
   std::atomic<bool> stop{false};
   IoTotals slow_t, shared;
   std::thread s = load(*slow, stop, slow_t);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the slow queue holds its tags
+  // The slow queue holds every tag before the fast one asks for its share.
+  EXPECT_TRUE(eventually([&] { return slow->queue().disk_stat().in_flight == 32; }));
   run_verified_workers(*fast, 1, seconds, shared, false);
   stop = true;
   s.join();
@@ -113,6 +115,7 @@ TEST(SharedTags, ThirtyTwoDevicesOfSixteenQueues) {
   std::vector<std::thread> th;
   for (size_t i = 0; i < devs.size(); i++)
     th.emplace_back([&, i] { verified_worker(devs[i]->queue(), 0, 64, 4, stop, totals[i], true); });
+  // The run's length: time is the point.
   std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(500 * stress_scale())));
   stop = true;
   for (auto& x : th) x.join();

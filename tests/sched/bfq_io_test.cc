@@ -51,11 +51,17 @@ void worker(Queue& q, unsigned id, uint16_t ioprio, uint16_t weight, int count, 
       any = true;
       q.submit_bio(&io.bio);
     }
-    if (!any) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (!any) {
+      // Every slot is in flight: sleep until the first of them ends.
+      for (VerifiedIo& io : ios)
+        if (!io.done.load(std::memory_order_acquire)) {
+          wait_verified_io(io);
+          break;
+        }
+    }
   }
   for (VerifiedIo& io : ios) {
-    for (int i = 0; i < 200000 && !io.done.load(std::memory_order_acquire); i++)
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    wait_verified_io(io);
     reap(io);
   }
 }
@@ -87,6 +93,9 @@ TEST_P(BfqLiveTest, ThreadsOfEveryClassAndWeightEndOnce) {
   EXPECT_EQ(t.ended.load(), t.submitted.load());
   EXPECT_EQ(t.doubles.load(), 0u);
   EXPECT_EQ(t.errors.load(), 0u);
+  // A bio ends before its request is finished and accounted (as in the
+  // kernel), and nothing signals the last one: look until it is.
+  eventually([&] { return bfq_stats(&q).rq_in_driver == 0 && q.disk_stat().in_flight == 0; }, 1000);
   BfqStats st = bfq_stats(&q);
   EXPECT_GT(st.dispatched, 0u);
   EXPECT_EQ(st.rq_in_driver, 0u);
@@ -111,7 +120,12 @@ TEST(BfqLive, SwitchAwayUnderIo) {
   for (int round = 0; round < 12; round++) {
     Status st = q.set_attr("queue/scheduler", names[round % 6]);
     ASSERT_TRUE(st) << st.message();
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    // Each scheduler gets I/O to hold before the next switch takes it away.
+    const uint64_t seen = t.ended.load();
+    if (!eventually([&] { return t.ended.load() >= seen + 64; })) {
+      ADD_FAILURE() << "no I/O ended under " << names[round % 6];
+      break;
+    }
   }
   stop = true;
   for (auto& th : threads) th.join();

@@ -172,7 +172,9 @@ void switch_under_io(const char* mode) {
       if (i % 2) {
         EXPECT_TRUE(d.q().set_attr("queue/iosched/insert_lists", mode));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // Some I/O ends under each setting before the next (or all has).
+      const int seen = t.ended.load();
+      eventually([&] { return t.ended.load() >= seen + 16 || !go.load(); });
     }
   });
   for (auto& x : th) x.join();

@@ -284,12 +284,19 @@ void switch_under_io(unsigned nr_queues) {
     });
   }
   const char* names[] = {"none", "kyber"};
-  // At least a few switches, even if the I/O finishes early.
+  auto ended = [&] {
+    int n = 0;
+    for (auto& t : trackers) n += t->ended.load();
+    return n;
+  };
+  // At least a few switches, even if the I/O finishes early; between two,
+  // some I/O ends under the scheduler just set (or all of it has).
   for (int i = 0; (done_threads.load() < kThreads || i < 6) && i < 200; i++) {
     Status st = d.q().set_attr("queue/scheduler", names[i % 2]);
     EXPECT_TRUE(st) << st.message();
     if (!st) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const int seen = ended();
+    EXPECT_TRUE(eventually([&] { return ended() >= seen + 16 || done_threads.load() == kThreads; }));
   }
   for (auto& th : threads) th.join();
   for (auto& t : trackers) {

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/wait.h"
+
 extern char** environ;
 
 namespace blkmq::test {
@@ -38,15 +40,6 @@ inline int wait_exit(pid_t pid) {
   int st = 0;
   EXPECT_EQ(waitpid(pid, &st, 0), pid);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-inline bool wait_for_path(const std::string& path, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (access(path.c_str(), F_OK) != 0) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 // A unique socket path per test process and call: tests of one binary may
@@ -81,9 +74,7 @@ class CliServer {
     if (pid_ <= 0) return -1;
     kill(pid_, sig);
     int st = 0;
-    for (int i = 0; i < 1000 && waitpid(pid_, &st, WNOHANG) == 0; i++)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (waitpid(pid_, &st, WNOHANG) == 0) {
+    if (!wait_child(pid_, std::chrono::seconds(10), &st)) {
       ADD_FAILURE() << "blkmq nbd did not stop on signal " << sig;
       kill(pid_, SIGKILL);
       waitpid(pid_, &st, 0);

@@ -21,6 +21,7 @@
 
 #include "blkmq/blkmq.h"
 #include "core/core.h"
+#include "support/wait.h"
 
 namespace blkmq::test {
 
@@ -229,6 +230,8 @@ class StubDriver {
       std::lock_guard<std::mutex> g(mu_);
       queue_rq_threads_.insert(name);
     }
+    // Real time is the point: a blocking driver really sleeps here, and the
+    // core must have called it where sleeping is allowed.
     std::this_thread::sleep_for(std::chrono::microseconds(opt_.queue_rq_sleep_us));
   }
 
@@ -342,27 +345,14 @@ class StubDriver {
   bool stop_ = false;
 };
 
-// Bounded wait for another real thread to reach a state: true once p()
-// holds, false after timeout_ms (a watchdog, not a timing assumption).
-template <typename Pred>
-bool eventually(Pred p, int timeout_ms = 10000) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!p()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 // Bios end before their request is freed: wait until no request of q is
-// allocated (watchdog: false after timeout_ms).
+// allocated (watchdog: false after timeout_ms). Nothing signals the last
+// free, so on real threads this looks until then. On a manual runtime
+// nothing frees a request unless the test's thread runs it: one look.
 inline bool wait_requests_freed(Queue& q, int timeout_ms = 5000) {
   auto* qi = static_cast<QueueImpl*>(&q);
-  for (int i = 0; i < timeout_ms * 10; i++) {
-    if (qi->usage_sum() == 0) return true;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-  return false;
+  if (q.runtime().is_manual()) return qi->usage_sum() == 0;
+  return eventually([&] { return qi->usage_sum() == 0; }, timeout_ms);
 }
 
 // Counts bio completions; detects double completion.

@@ -4,6 +4,7 @@
 
 #include "core/core.h"
 #include "sched/kyber/kyber.h"
+#include "support/wait.h"
 
 namespace blkmq::test {
 
@@ -70,7 +71,7 @@ void verified_worker(Queue& q, unsigned id, unsigned nblocks, unsigned depth, st
     std::this_thread::yield();
   }
   for (VerifiedIo& io : ios) {
-    while (!io.done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    wait_verified_io(io);
     reap(io, w, t, verify);
   }
 }
@@ -84,6 +85,7 @@ void run_verified_workers(Device& dev, unsigned nthreads, double seconds, IoTota
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   while (Clock::now() < end) {
     if (during) during();
+    // The pace of `during` over a run of fixed length: time is the point.
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   stop = true;
@@ -132,14 +134,17 @@ uint64_t held(Queue& q, std::string* why) {
 
 }  // namespace
 
+// Nothing signals the last tag's free (it follows the bio's end), so this
+// looks until the queue holds nothing.
 void expect_queue_idle(Queue& q, const char* what) {
   std::string why;
-  for (int i = 0; i < 500; i++) {
-    why.clear();
-    if (held(q, &why) == 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  ADD_FAILURE() << what << ": the queue still holds" << why;
+  const bool idle = eventually(
+      [&] {
+        why.clear();
+        return held(q, &why) == 0;
+      },
+      1000);
+  if (!idle) ADD_FAILURE() << what << ": the queue still holds" << why;
 }
 
 }  // namespace blkmq::test

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/event.h"
 #include "blkmq/blkmq.h"
 
 namespace blkmq::test {
@@ -28,7 +29,7 @@ struct VerifiedIo {
   iovec v;
   alignas(64) uint8_t buf[kVerifyBlock];
   std::atomic<int> ends{0};
-  std::atomic<bool> done{true};
+  std::atomic<uint32_t> done{1};  // see kIoWaitedFor
   uint64_t block = 0;
   bool is_write = false;
   uint32_t pattern = 0;
@@ -52,11 +53,38 @@ struct IoTotals {
   }
 };
 
+// An I/O's end flag its owner can sleep on (VerifiedIo::done): 0 in
+// flight, 1 ended, kIoWaitedFor in flight with the owner asleep in
+// wait_io_done. Only that wait sets it and it returns at 1, so the
+// owner's own loops, the only other readers, see 0 or 1.
+inline constexpr uint32_t kIoWaitedFor = 2;
+
+// From the I/O's end_io, as its last touch of the I/O: only the word's
+// address is used after the exchange (the owner may have seen it and
+// freed the I/O, and a private futex wake merely hashes the address, as
+// base::Completion relies on). A wake only when the owner sleeps, and no
+// lock, so completions gain no ordering among themselves that TSan would
+// credit to the library.
+inline void mark_io_done(std::atomic<uint32_t>& done) {
+  if (done.exchange(1, std::memory_order_release) == kIoWaitedFor) base::futex_wake(&done, 1);
+}
+
+// Sleeps until the I/O has ended. The owner's thread only; not for a
+// polled bio (only the owner's poll would end it).
+inline void wait_io_done(std::atomic<uint32_t>& done) {
+  uint32_t v = 0;
+  // Acquire on failure too: an I/O already ended is reaped right after.
+  if (!done.compare_exchange_strong(v, kIoWaitedFor, std::memory_order_acquire)) return;
+  while (done.load(std::memory_order_acquire) == kIoWaitedFor) base::futex_wait(&done, kIoWaitedFor);
+}
+
 inline void verified_end_io(Bio* b) {
   auto* io = static_cast<VerifiedIo*>(b->private_data);
   io->ends.fetch_add(1);
-  io->done.store(true, std::memory_order_release);
+  mark_io_done(io->done);
 }
+
+inline void wait_verified_io(VerifiedIo& io) { wait_io_done(io.done); }
 
 // Points io's bio at its own buffer, one block at `lba_block` (in
 // kVerifyBlock units), ending in verified_end_io, and marks it not done;
@@ -72,7 +100,7 @@ inline void start_verified_io(VerifiedIo& io, uint64_t lba_block, ReqOp op, uint
   io.bio.nr_vecs = 1;
   io.bio.end_io = verified_end_io;
   io.bio.private_data = &io;
-  io.done.store(false, std::memory_order_relaxed);
+  io.done.store(0, std::memory_order_relaxed);
 }
 
 inline void verified_fill(uint8_t* p, uint64_t block, uint32_t pattern) {

@@ -149,6 +149,7 @@ TEST(Control, AttrSwitchesTheSchedulerOfARunningNbdUnderVerifiedIo) {
       EXPECT_EQ(sh(attr + "queue/nr_requests=32", 30).status, 0);
       EXPECT_EQ(sh(attr + "queue/nr_requests", 30).output, "32\n");
     }
+    // The switches' pace against the client's rounds: time is the point.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   stop = true;

@@ -176,6 +176,7 @@ TEST(NbdCli, MemoryBackedNullLargerThanMemoryWarns) {
 TEST(NbdCli, IdleTimeoutEndsAnIdleConnectionOnlyWhenSet) {
   if (std::system("/usr/bin/python3 -c 'import nbd' 2>/dev/null") != 0) GTEST_SKIP() << "python3-libnbd is not installed";
   const std::string script = testing::TempDir() + "blkmq_idle_" + std::to_string(getpid()) + ".py";
+  // The client idles 1.5 s against a 1 s idle timeout: real time is the point.
   std::ofstream(script) << "import nbd, os, time\nh = nbd.NBD()\nh.connect_uri(os.environ['uri'])\nh.pread(512, 0)\n"
                            "time.sleep(1.5)\ntry:\n    h.pread(512, 0)\n    print('still connected')\n"
                            "except Exception:\n    print('ended')\n";

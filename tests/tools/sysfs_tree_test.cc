@@ -79,11 +79,18 @@ TEST(SysfsTree, StatFollowsTheIoAndASwitchRetiresTheOldSchedulersFiles) {
   std::vector<uint8_t> buf(4096);
   for (int i = 0; i < 10; i++) ASSERT_EQ(q.read_sync(buf.data(), uint64_t(i) * 4096, 4096), BlkStatus::ok);
   ASSERT_TRUE(q.set_attr("queue/scheduler", "kyber"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  std::istringstream stat(slurp(base + "stat"));
-  uint64_t reads = 0;
-  stat >> reads;
-  EXPECT_EQ(reads, 10u);
+  // The tree is rewritten every 100 ms; nothing says when: look until it shows the switch.
+  auto reads = [&] {
+    std::istringstream stat(slurp(base + "stat"));
+    uint64_t n = 0;
+    stat >> n;
+    return n;
+  };
+  EXPECT_TRUE(eventually([&] {
+    return slurp(base + "queue/scheduler").find("[kyber]") != std::string::npos &&
+           !fs::exists(base + "queue/iosched/fifo_batch") && reads() == 10;
+  })) << "the tree never showed the switch";
+  EXPECT_EQ(reads(), 10u);
   EXPECT_NE(slurp(base + "queue/scheduler").find("[kyber]"), std::string::npos);
   EXPECT_FALSE(fs::exists(base + "queue/iosched/fifo_batch")) << "mq-deadline's tunable went with it";
   EXPECT_TRUE(fs::exists(base + "queue/iosched/read_lat_nsec"));
