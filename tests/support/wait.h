@@ -15,13 +15,17 @@ namespace blkmq::test {
 
 // Bounded wait for another real thread to reach a state: true once p()
 // holds, false after timeout_ms (a watchdog, not a timing assumption).
-// For states nothing signals; it yields between looks.
+// For states nothing signals. It yields between its first looks, then
+// naps 50 us between the rest: on CI's two cores (and under TSan) a
+// waiter that only yields takes a whole core from the thread it waits
+// for. The nap is a polling interval; no test's outcome depends on it.
 template <typename Pred>
 bool eventually(Pred p, int timeout_ms = 10000) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!p()) {
+  for (unsigned looks = 0; !p(); looks++) {
     if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::yield();
+    if (looks < 64) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));  // polling interval, see above
   }
   return true;
 }
