@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -63,31 +64,79 @@ Status clear_path(const std::string& path, const sockaddr_un& a) {
                                 std::strerror(err));
 }
 
+bool fill_address(const std::string& path, sockaddr_un* a) {
+  if (path.empty() || path.size() >= sizeof a->sun_path) return false;
+  *a = sockaddr_un{};
+  a->sun_family = AF_UNIX;
+  std::memcpy(a->sun_path, path.data(), path.size());
+  return true;
+}
+
+// A name beside `path` (the same directory, so the same file system for
+// link()) that no other listener of this process or another one uses.
+std::string temporary_beside(const std::string& path) {
+  static std::atomic<unsigned> seq{0};
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  return dir + ".blkmq-listen." + std::to_string(::getpid()) + "." + std::to_string(seq.fetch_add(1));
+}
+
+// socket(), bind() at `a`, the mode, listen(): a listening fd, or -1 with
+// errno set and nothing left at the address.
+int bind_and_listen(const sockaddr_un& a, int backlog, mode_t mode) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  if ((mode != 0 && ::chmod(a.sun_path, mode) != 0) || ::listen(fd, backlog) != 0) {
+    const int e = errno;
+    ::close(fd);
+    ::unlink(a.sun_path);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
 }  // namespace
 
+// The socket is made listening under a temporary name and then linked to
+// `path`, so the path never names a socket that refuses connections: a
+// client (or a script) that connects as soon as it sees the path gets in.
+// link() also fails if `path` appeared since clear_path, where a rename
+// would replace another server's socket. A path too long to leave room
+// for the temporary name is bound directly, as before.
 Result<UnixListener> listen_unix_path(const std::string& path, int backlog, mode_t mode) {
   sockaddr_un a{};
-  if (path.empty() || path.size() >= sizeof a.sun_path)
+  if (!fill_address(path, &a))
     return Status::invalid("socket path must be 1.." + std::to_string(sizeof a.sun_path - 1) + " bytes: " + path);
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path, path.data(), path.size());
   if (Status st = clear_path(path, a); !st) return st;
+  const std::string tmp = temporary_beside(path);
+  sockaddr_un t{};
+  const bool staged = fill_address(tmp, &t);
   UnixListener l;
-  l.fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (l.fd < 0) return listener_error("socket");
-  // EADDRINUSE here: another server bound the path since the probe.
-  if (::bind(l.fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
-    Status st = listener_error("cannot listen on " + path);
-    ::close(l.fd);
-    return st;
+  l.fd = bind_and_listen(staged ? t : a, backlog, mode);
+  // EADDRINUSE: another server bound the path since the probe.
+  if (l.fd < 0) return listener_error("cannot listen on " + path);
+  if (staged) {
+    const int rc = ::link(tmp.c_str(), path.c_str());
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    if (rc != 0) {
+      ::close(l.fd);
+      if (e == EEXIST) return Status::error(EADDRINUSE, "cannot listen on " + path + ": another process made it");
+      errno = e;
+      return listener_error("cannot listen on " + path);
+    }
   }
   struct stat st {};
-  const bool ok = ::lstat(path.c_str(), &st) == 0 && (mode == 0 || ::chmod(path.c_str(), mode) == 0) &&
-                  ::listen(l.fd, backlog) == 0;
-  if (!ok) {
+  if (::lstat(path.c_str(), &st) != 0) {
     Status err = listener_error("cannot listen on " + path);
     ::close(l.fd);
-    ::unlink(path.c_str());
     return err;
   }
   l.dev = st.st_dev;

@@ -24,9 +24,11 @@ struct UnixListener {
   ino_t ino = 0;
 };
 
-// Binds `path` and listens with `backlog`. When `mode` is non-zero the
-// socket file gets that mode before listen(), so no other user can connect
-// in between (the control socket's 0600). Control path, any thread; costs a
+// Binds `path` and listens with `backlog`. The path appears only once the
+// socket listens (it is made under a temporary name beside it, then
+// linked), so whoever sees the path can connect. When `mode` is non-zero
+// the socket file has that mode before it appears (the control socket's
+// 0600). Control path, any thread; costs a
 // probe connect() when a socket file is already there. Errors name the path:
 // "in use" for a live socket, "not a socket" for any other file.
 Result<UnixListener> listen_unix_path(const std::string& path, int backlog, mode_t mode = 0);
