@@ -118,6 +118,9 @@ Result<UnixListener> listen_unix_path(const std::string& path, int backlog, mode
   const std::string tmp = temporary_beside(path);
   sockaddr_un t{};
   const bool staged = fill_address(tmp, &t);
+  // Only a process that had this pid and died between its bind and its
+  // unlink can have left this name: it is nobody's now.
+  if (staged) ::unlink(tmp.c_str());
   UnixListener l;
   l.fd = bind_and_listen(staged ? t : a, backlog, mode);
   // EADDRINUSE: another server bound the path since the probe.
@@ -128,7 +131,7 @@ Result<UnixListener> listen_unix_path(const std::string& path, int backlog, mode
     ::unlink(tmp.c_str());
     if (rc != 0) {
       ::close(l.fd);
-      if (e == EEXIST) return Status::error(EADDRINUSE, "cannot listen on " + path + ": another process made it");
+      if (e == EEXIST) return Status::error(EADDRINUSE, "cannot listen on " + path + ": in use, made by another process just now");
       errno = e;
       return listener_error("cannot listen on " + path);
     }

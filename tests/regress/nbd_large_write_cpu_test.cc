@@ -4,8 +4,12 @@
 // what was still missing: a 32 MiB WRITE cost several times the CPU per
 // byte of a 256 KiB one. Payloads are now received straight into the
 // request's buffer, once. This compares the process's CPU per byte for
-// both sizes in one run, alternating, on the median of three rounds (the
+// both sizes in one run, alternating, on the median of five rounds (the
 // machine is shared; a ratio within one run holds where times do not).
+// The bound is 2.5: the bug measured 10.1x; with the fix a quiet machine
+// measures about 0.55x, and a machine loaded by parallel builds 1.56x and
+// 1.60x (twice on 2026-12-04, against the old bound of 1.5): the 32 MiB
+// payloads miss the caches the compilers share.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -51,7 +55,7 @@ TEST(NbdRegress, LargeWritesCostNoMoreCpuPerByteThanSmallOnes) {
   const std::string payload(32u << 20, '\x6b');
   constexpr uint64_t kTotal = 128u << 20;
   std::vector<double> big, small;
-  for (int round = 0; round < 3; round++) {
+  for (int round = 0; round < 5; round++) {
     small.push_back(write_cpu(fd, payload, 256u << 10, kTotal));
     big.push_back(write_cpu(fd, payload, 32u << 20, kTotal));
   }
@@ -59,10 +63,10 @@ TEST(NbdRegress, LargeWritesCostNoMoreCpuPerByteThanSmallOnes) {
   std::sort(small.begin(), small.end());
   ASSERT_GT(small[0], 0.0);
   ASSERT_GT(big[0], 0.0);
-  const double ratio = big[1] / small[1];
+  const double ratio = big[2] / small[2];
   RecordProperty("cpu_ratio_32m_to_256k", std::to_string(ratio));
-  EXPECT_LT(ratio, 1.5) << "32 MiB WRITEs cost " << ratio << "x the CPU per byte of 256 KiB ones (median "
-                        << big[1] << " s against " << small[1] << " s for " << (kTotal >> 20) << " MiB)";
+  EXPECT_LT(ratio, 2.5) << "32 MiB WRITEs cost " << ratio << "x the CPU per byte of 256 KiB ones (median "
+                        << big[2] << " s against " << small[2] << " s for " << (kTotal >> 20) << " MiB)";
   ::close(fd);
 }
 
