@@ -35,6 +35,7 @@ enum BioFlag : uint32_t {
 };
 
 struct Bio;
+struct Blkg;  // the core's per (group, queue) data (src/qos/blkcg.h)
 // Called exactly once per submitted bio, with bio->status set. Context: any
 // (task, softirq or hardirq); must not block for long, must not submit to the
 // same queue synchronously when called from hardirq/softirq context. The bio
@@ -64,6 +65,11 @@ struct Bio {
   Bio* bi_next = nullptr;             // chain inside a request
   uint32_t done_bytes = 0;            // bytes already completed (split/partial)
   uint64_t cookie = 0;                // poll cookie: which hctx to poll
+  // The (group, queue) pair charged (the kernel's bi_blkg), holding a
+  // reference until the bio ends; nullptr for the root group, which costs
+  // nothing per bio. nullptr whenever the bio is not in flight (bio_endio
+  // clears it), so submit need not.
+  Blkg* blkg = nullptr;
 
   uint64_t end_sector() const { return sector + (size >> kSectorShift); }
 };
@@ -74,6 +80,7 @@ inline void bio_reinit(Bio* b) {
   b->bi_next = nullptr;
   b->done_bytes = 0;
   b->cookie = 0;
+  b->blkg = nullptr;
 }
 
 }  // namespace blkmq

@@ -335,6 +335,9 @@ class QueueImpl final : public Queue {
   std::mutex trace_lock_;  // start/stop and the trace/ attributes
   std::string trace_dir_;
   std::vector<std::unique_ptr<blktrace::Writer>> trace_writers_;
+  // I/O groups (src/qos/blkcg.h): the blkgs made for this queue, under
+  // blkcg_tree_lock(); unlinked and released at teardown.
+  std::vector<Blkg*> blkgs_;
 };
 
 inline QueueImpl* to_impl(Queue* q) { return static_cast<QueueImpl*>(q); }

@@ -10,6 +10,7 @@
 #include "blkmq/plug.h"
 #include "core/core.h"
 #include "core/trace.h"
+#include "qos/blkcg.h"
 
 namespace blkmq {
 namespace {
@@ -113,7 +114,7 @@ void split_child_end_io(Bio* child) {
   Bio* orig = sp->orig;
   orig->status = static_cast<BlkStatus>(sp->status.load());
   delete sp;
-  orig->end_io(orig);
+  bio_endio(orig);
 }
 
 // The most bytes one discard or zeroing request may cover (0: no limit
@@ -328,6 +329,7 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   }
   SplitParent* raw = sp.release();  // freed by the last child's end_io
   const size_t n = raw->children.size();
+  blkcg_bio_count_splits(bio, static_cast<unsigned>(n - 1));
   for (size_t i = 0; i < n; i++) {
     // The kernel splits off one front part at a time and resubmits the
     // rest: X names each front part and where the rest starts.
@@ -343,7 +345,10 @@ void submit_checked(QueueImpl* q, Bio* bio, size_t max_vec) {
 
 }  // namespace
 
-void bio_endio(Bio* bio) { bio->end_io(bio); }
+void bio_endio(Bio* bio) {
+  blkcg_bio_end(bio);
+  bio->end_io(bio);
+}
 
 void bio_to_request(Request* rq, Bio* bio, unsigned nr_segs) {
   rq->op = bio->op;
@@ -363,11 +368,18 @@ void Queue::submit_bio(Bio* bio) {
   bio->bi_next = nullptr;
   bio->done_bytes = 0;
   bio->status = BlkStatus::ok;
+  // bio->blkg is null here: bio_endio clears it.
   size_t max_vec = 0;
   if (BlkStatus st = check_bio(q, bio, &max_vec); st != BlkStatus::ok) {
     fail_bio(bio, st);
     return;
   }
+  // Charged to its context's group once checked, before any split
+  // (blk_cgroup_bio_start in submit_bio_noacct_nocheck). The root group
+  // is not counted per bio; while no context is in another group, this
+  // is one load and a branch.
+  if (io_group_members_any()) [[unlikely]]
+    blkcg_bio_start_ioc(q, bio);
   trace_bio(q, bio, blktrace::kQueue);
   // __submit_bio once wrapped every bio in a plug; queue/submit_plug=implicit
   // brings that back (seed 000's "before").
