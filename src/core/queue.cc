@@ -262,6 +262,7 @@ QueueImpl::~QueueImpl() {
   freeze_wait();
   // Every bio has ended: nothing holds the queue's blkgs but their links.
   blkcg_exit_queue(this);
+  rq_qos_exit(this);
   quiesce_depth_.fetch_add(1);
   wait_dispatch_idle();
   timeout_timer_.cancel_sync();

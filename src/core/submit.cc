@@ -268,9 +268,16 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     if (!use_cached) q->exit_ref();
     return;
   }
+  // One read of the chain for throttle, cleanup and track: it changes only
+  // with the queue frozen, and this submitter holds a usage reference.
+  RqQos* const qos = rq_qos_head(q);
   if (use_cached) {
     rq = plug->cached_rqs.pop_front();
+    rq_qos_throttle(qos, q, bio);  // blk_mq_use_cached_rq
   } else {
+    // Before a tag is taken: a policy may make the submitter sleep here,
+    // and it must not sleep on a tag others wait for.
+    rq_qos_throttle(qos, q, bio);
     AllocData d{q, bio->flags, bio->op};
     d.nowait = bio->flags & kBioNowait;
     d.ctx = ctx;
@@ -281,12 +288,16 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     }
     rq = alloc_request(d);
     if (!rq) {
+      if (qos) [[unlikely]]
+        rq_qos_cleanup_slow(qos, bio);
       q->exit_ref();
       fail_bio(bio, BlkStatus::again);
       return;
     }
   }
   trace_bio(q, bio, blktrace::kGetRq);
+  if (qos) [[unlikely]]
+    rq_qos_track_slow(qos, rq, bio);
   bio_to_request(rq, bio, nr_segs);
   if ((bio->op == ReqOp::flush || (bio->flags & (kBioPreflush | kBioFua))) && insert_flush(rq)) return;
 
@@ -346,6 +357,8 @@ void submit_checked(QueueImpl* q, Bio* bio, size_t max_vec) {
 }  // namespace
 
 void bio_endio(Bio* bio) {
+  if (bio->qos_queue) [[unlikely]]
+    rq_qos_done_bio(bio);
   blkcg_bio_end(bio);
   bio->end_io(bio);
 }
@@ -368,7 +381,7 @@ void Queue::submit_bio(Bio* bio) {
   bio->bi_next = nullptr;
   bio->done_bytes = 0;
   bio->status = BlkStatus::ok;
-  // bio->blkg is null here: bio_endio clears it.
+  // bio->blkg and bio->qos_queue are null here: bio_endio clears them.
   size_t max_vec = 0;
   if (BlkStatus st = check_bio(q, bio, &max_vec); st != BlkStatus::ok) {
     fail_bio(bio, st);
