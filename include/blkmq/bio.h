@@ -35,6 +35,8 @@ enum BioFlag : uint32_t {
 };
 
 struct Bio;
+class Queue;
+struct Blkg;  // the core's per (group, queue) data (src/qos/blkcg.h)
 // Called exactly once per submitted bio, with bio->status set. Context: any
 // (task, softirq or hardirq); must not block for long, must not submit to the
 // same queue synchronously when called from hardirq/softirq context. The bio
@@ -64,6 +66,15 @@ struct Bio {
   Bio* bi_next = nullptr;             // chain inside a request
   uint32_t done_bytes = 0;            // bytes already completed (split/partial)
   uint64_t cookie = 0;                // poll cookie: which hctx to poll
+  // The (group, queue) pair charged (the kernel's bi_blkg), holding a
+  // reference until the bio ends; nullptr for the root group, which costs
+  // nothing per bio. This and qos_queue are nullptr whenever the bio is
+  // not in flight (bio_endio clears them), so submit need not.
+  Blkg* blkg = nullptr;
+  // The queue whose rq-qos chain saw it in throttle or merge (the kernel's
+  // BIO_QOS_THROTTLED and BIO_QOS_MERGED): its done_bio hooks run when it
+  // ends. nullptr when no policy is set.
+  Queue* qos_queue = nullptr;
 
   uint64_t end_sector() const { return sector + (size >> kSectorShift); }
 };
@@ -74,6 +85,8 @@ inline void bio_reinit(Bio* b) {
   b->bi_next = nullptr;
   b->done_bytes = 0;
   b->cookie = 0;
+  b->blkg = nullptr;
+  b->qos_queue = nullptr;
 }
 
 }  // namespace blkmq

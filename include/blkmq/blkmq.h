@@ -7,6 +7,7 @@
 //     blkmq/bio.h      bios, their ops, flags and completion
 //     blkmq/plug.h     batch submissions (blk_start_plug)
 //     blkmq/ioctx.h    a thread's I/O priority and bfq weight
+//     blkmq/iogroup.h  I/O groups (the blkcg stand-in) contexts belong to
 //     blkmq/runtime.h  the execution contexts (kblockd, softirq, timers,
 //                      clock); ManualRuntime for deterministic tests
 //     blkmq/status.h   Status, Result and the I/O path's BlkStatus
@@ -30,6 +31,7 @@
 #include "blkmq/bio.h"
 #include "blkmq/device.h"
 #include "blkmq/ioctx.h"
+#include "blkmq/iogroup.h"
 #include "blkmq/plug.h"
 #include "blkmq/queue.h"
 #include "blkmq/runtime.h"

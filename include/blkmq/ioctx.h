@@ -5,6 +5,8 @@
 
 namespace blkmq {
 
+class IoGroup;
+
 // ioprio encoding as in the kernel: class in the top 3 bits of 16, level in
 // the low bits. Classes: none(0), rt(1), be(2), idle(3); levels 0..7.
 enum class IoprioClass : uint8_t { none = 0, rt = 1, be = 2, idle = 3 };
@@ -30,6 +32,10 @@ struct IoContext {
   uint16_t weight = kIoWeightDefault;  // cgroup-style weight, 1..1000
   uint64_t id = 0;            // unique, assigned on first use; never reused
   void* sched_data = nullptr; // owned by the scheduler that set it
+  // The I/O group (blkmq/iogroup.h) its bios are charged to; nullptr is the
+  // root, so the common case costs one load and no global. Change it only
+  // with io_context_set_group(), which keeps the groups' member counts.
+  IoGroup* group = nullptr;
 };
 
 // The calling thread's I/O context. Task context only; never null. The

@@ -6,6 +6,7 @@
 #include "base/parse.h"
 #include "core/core.h"
 #include "core/trace.h"
+#include "qos/blkcg.h"
 
 namespace blkmq {
 namespace {
@@ -312,6 +313,8 @@ const ElvAttr* find_iosched(const QueueImpl* q, std::string_view name) {
 }
 
 constexpr std::string_view kIosched = "queue/iosched/";
+// cgroup/<group path>/<file>: the I/O groups' files (src/qos).
+constexpr std::string_view kCgroup = "cgroup/";
 
 const DriverAttr* find_driver_attr(const QueueImpl* q, std::string_view path) {
   for (const DriverAttr& a : q->cfg_.driver_attrs)
@@ -335,7 +338,8 @@ Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view va
     // As sysfs takes what `echo` writes: the newline and blanks around it.
     return a.store(q, trim(value));
   }
-  if (path.substr(0, 3) == "mq/") return Status::invalid(std::string(path) + ": read-only attribute");
+  if (path.substr(0, 3) == "mq/" || path.substr(0, kCgroup.size()) == kCgroup)
+    return Status::invalid(std::string(path) + ": read-only attribute");
   if (const DriverAttr* d = find_driver_attr(q, path)) {
     if (!d->store) return Status::invalid(std::string(path) + ": read-only attribute");
     return d->store(trim(value));
@@ -356,6 +360,7 @@ Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path) {
     std::lock_guard<std::mutex> g(const_cast<QueueImpl*>(q)->sysfs_lock_);
     return a.show(q);
   }
+  if (path.substr(0, kCgroup.size()) == kCgroup) return blkcg_attr_show(q, path.substr(kCgroup.size()));
   if (path.substr(0, 3) == "mq/") {
     // The hctxs stay while an update of the hw queues cannot run.
     std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
@@ -383,6 +388,9 @@ std::vector<std::string> queue_attr_names(const QueueImpl* q) {
                           "dispatch_lock_stat", "ctx_lock_stat", "tags_wait_lock_stat"})
       v.push_back("mq/" + std::to_string(i) + "/" + n);
   for (const DriverAttr& a : q->cfg_.driver_attrs) v.push_back(a.name);
+  // cgroup/<group>/io.stat for every group: the tree is process-wide, so
+  // every queue lists every group, as every cgroup has every device's line.
+  for (std::string& n : blkcg_attr_names()) v.push_back(std::move(n));
   return v;
 }
 

@@ -108,6 +108,9 @@ bool complete_remote(Request* rq) {
   }
   if ((rq->rq_flags & kRqfUseSched) && q->elevator_ && q->elevator_->type->ops.completed_request)
     q->elevator_->type->ops.completed_request(rq, now ? now : q->clock_ns());
+  // Once per request, before its own end_io may keep or reuse it (the
+  // kernel's __blk_mq_end_request and blk_mq_free_request).
+  rq_qos_done(q, rq);
   if (rq->end_io) {
     if (rq->rq_flags & kRqfUseSched) {
       if (q->elevator_ && q->elevator_->type->ops.finish_request) q->elevator_->type->ops.finish_request(rq);
@@ -146,6 +149,10 @@ void start_request(Request* rq) {
   HwCtxImpl* h = to_impl(rq->mq_hctx);
   QueueImpl* q = h->q;
   if (rq->rq_flags & kRqfStats) rq->io_start_time_ns = q->clock_ns();
+  // The kernel calls it inside its QUEUE_FLAG_STATS branch, which every
+  // policy with an issue hook turns on; blkmq's stats flag follows the
+  // scheduler, so the hook is called whenever the chain has a policy.
+  rq_qos_issue(q, rq);
   const uint64_t expiry = start_timer(rq);
   if (rq->tag >= 0) h->tags->rqs[static_cast<unsigned>(rq->tag)].store(rq, std::memory_order_relaxed);
   trace_rq(rq, blktrace::kIssue);
@@ -256,6 +263,7 @@ void end_request_batch(IoCompBatch* iob) {
     trace_rq(rq, blktrace::kComplete, rq->status);
     end_all_bios(rq, rq->status, cpu);
     if (rq->rq_flags & kRqfIoStat) account_io_done(rq, blk_time_get_ns(to_impl(rq->q)), cpu);
+    rq_qos_done(to_impl(rq->q), rq);
     rq->state.store(RqState::idle, std::memory_order_relaxed);
     // A tag iterator holds it: the last drop frees. Pairs with tags.cc:
     // rq_unpin, see there.

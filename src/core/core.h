@@ -23,6 +23,7 @@
 #include "blkmq/driver/tagset.h"
 #include "core/kblockd.h"
 #include "core/time.h"
+#include "qos/rq_qos.h"
 
 namespace blkmq {
 namespace blktrace {
@@ -335,6 +336,12 @@ class QueueImpl final : public Queue {
   std::mutex trace_lock_;  // start/stop and the trace/ attributes
   std::string trace_dir_;
   std::vector<std::unique_ptr<blktrace::Writer>> trace_writers_;
+  // I/O groups (src/qos/blkcg.h): the blkgs made for this queue, under
+  // blkcg_tree_lock(); unlinked and released at teardown.
+  std::vector<Blkg*> blkgs_;
+  // The rq-qos chain (src/qos/rq_qos.h): changed only with the queue
+  // frozen, read at each call site with one load.
+  std::atomic<RqQos*> rq_qos_{nullptr};
 };
 
 inline QueueImpl* to_impl(Queue* q) { return static_cast<QueueImpl*>(q); }
@@ -535,5 +542,34 @@ bool cpu_online(unsigned cpu);
 Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view value);
 Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path);
 std::vector<std::string> queue_attr_names(const QueueImpl* q);
+
+// The rq-qos call sites (blk-rq-qos.h's inline wrappers): with no policy
+// on the queue each is a load and a not-taken branch.
+inline RqQos* rq_qos_head(const QueueImpl* q) { return q->rq_qos_.load(std::memory_order_acquire); }
+// Marks bio for done_bio (BIO_QOS_THROTTLED) and walks throttle; `head`
+// is q's chain as the submitter read it (submit_one reads it once for
+// throttle, cleanup and track). Task.
+inline void rq_qos_throttle(RqQos* head, QueueImpl* q, Bio* bio) {
+  if (head) [[unlikely]] {
+    bio->qos_queue = q;
+    rq_qos_throttle_slow(head, bio);
+  }
+}
+// Marks bio for done_bio (BIO_QOS_MERGED) and walks merge. Task.
+inline void rq_qos_merge(QueueImpl* q, Request* rq, Bio* bio) {
+  if (RqQos* h = rq_qos_head(q)) [[unlikely]] {
+    bio->qos_queue = q;
+    rq_qos_merge_slow(h, rq, bio);
+  }
+}
+inline void rq_qos_issue(QueueImpl* q, Request* rq) {
+  if (RqQos* h = rq_qos_head(q)) [[unlikely]] rq_qos_issue_slow(h, rq);
+}
+inline void rq_qos_requeue(QueueImpl* q, Request* rq) {
+  if (RqQos* h = rq_qos_head(q)) [[unlikely]] rq_qos_requeue_slow(h, rq);
+}
+inline void rq_qos_done(QueueImpl* q, Request* rq) {
+  if (RqQos* h = rq_qos_head(q)) [[unlikely]] rq_qos_done_slow(h, rq);
+}
 
 }  // namespace blkmq

@@ -526,6 +526,7 @@ void dispatch_busy_update(HwCtxImpl* h, bool busy) {
 void requeue_rq_internal(Request* rq) {
   trace_rq(rq, blktrace::kRequeue);
   put_driver_tag(rq);
+  rq_qos_requeue(to_impl(rq->q), rq);
   rq->timed_out.store(0, std::memory_order_relaxed);
   RqState expected = RqState::in_flight;
   rq->state.compare_exchange_strong(expected, RqState::idle);

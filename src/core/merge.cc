@@ -70,6 +70,7 @@ bool adjacent(const Request* rq, const Bio* bio) {
   } else {
     return MergeResult::none;
   }
+  rq_qos_merge(q, rq, bio);
   bio->cookie = rq->mq_hctx->queue_num;
   rq->data_len += bio->size;
   rq->nr_phys_segments = static_cast<uint16_t>(rq->nr_phys_segments + nr_segs);

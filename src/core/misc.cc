@@ -3,6 +3,7 @@
 #include <mutex>
 #include <vector>
 
+#include "blkmq/iogroup.h"
 #include "blkmq/ioctx.h"
 #include "blkmq/status.h"
 
@@ -36,11 +37,14 @@ IoContext* pool_take() {
     }
   }
   if (!ioc) ioc = new IoContext;
-  *ioc = IoContext{kIoprioDefault, kIoWeightDefault, next_id.fetch_add(1, std::memory_order_relaxed), nullptr};
+  *ioc = IoContext{kIoprioDefault, kIoWeightDefault, next_id.fetch_add(1, std::memory_order_relaxed), nullptr, nullptr};
   return ioc;
 }
 
 void pool_give(IoContext* ioc) {
+  // A context that goes back to the pool leaves its group, which may then
+  // be removed (the kernel's exiting task leaves its cgroup).
+  (void)io_context_set_group(ioc, nullptr);  // to the root: cannot fail
   IocPool& p = ioc_pool();
   std::lock_guard lk(p.lock);
   p.free.push_back(ioc);

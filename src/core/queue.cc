@@ -9,6 +9,7 @@
 #include "blkmq/plug.h"
 #include "core/blktrace_writer.h"
 #include "core/core.h"
+#include "qos/blkcg.h"
 #include "core/time.h"
 #include "core/trace.h"
 
@@ -259,6 +260,9 @@ QueueImpl::~QueueImpl() {
   }
   for (unsigned i = 0; i < nr_hw_queues_; i++) hctxs_[i]->state.fetch_and(~kHctxStopped);
   freeze_wait();
+  // Every bio has ended: nothing holds the queue's blkgs but their links.
+  blkcg_exit_queue(this);
+  rq_qos_exit(this);
   quiesce_depth_.fetch_add(1);
   wait_dispatch_idle();
   timeout_timer_.cancel_sync();

@@ -10,6 +10,7 @@
 #include "blkmq/plug.h"
 #include "core/core.h"
 #include "core/trace.h"
+#include "qos/blkcg.h"
 
 namespace blkmq {
 namespace {
@@ -113,7 +114,7 @@ void split_child_end_io(Bio* child) {
   Bio* orig = sp->orig;
   orig->status = static_cast<BlkStatus>(sp->status.load());
   delete sp;
-  orig->end_io(orig);
+  bio_endio(orig);
 }
 
 // The most bytes one discard or zeroing request may cover (0: no limit
@@ -267,9 +268,16 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     if (!use_cached) q->exit_ref();
     return;
   }
+  // One read of the chain for throttle, cleanup and track: it changes only
+  // with the queue frozen, and this submitter holds a usage reference.
+  RqQos* const qos = rq_qos_head(q);
   if (use_cached) {
     rq = plug->cached_rqs.pop_front();
+    rq_qos_throttle(qos, q, bio);  // blk_mq_use_cached_rq
   } else {
+    // Before a tag is taken: a policy may make the submitter sleep here,
+    // and it must not sleep on a tag others wait for.
+    rq_qos_throttle(qos, q, bio);
     AllocData d{q, bio->flags, bio->op};
     d.nowait = bio->flags & kBioNowait;
     d.ctx = ctx;
@@ -280,12 +288,16 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     }
     rq = alloc_request(d);
     if (!rq) {
+      if (qos) [[unlikely]]
+        rq_qos_cleanup_slow(qos, bio);
       q->exit_ref();
       fail_bio(bio, BlkStatus::again);
       return;
     }
   }
   trace_bio(q, bio, blktrace::kGetRq);
+  if (qos) [[unlikely]]
+    rq_qos_track_slow(qos, rq, bio);
   bio_to_request(rq, bio, nr_segs);
   if ((bio->op == ReqOp::flush || (bio->flags & (kBioPreflush | kBioFua))) && insert_flush(rq)) return;
 
@@ -328,6 +340,7 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   }
   SplitParent* raw = sp.release();  // freed by the last child's end_io
   const size_t n = raw->children.size();
+  blkcg_bio_count_splits(bio, static_cast<unsigned>(n - 1));
   for (size_t i = 0; i < n; i++) {
     // The kernel splits off one front part at a time and resubmits the
     // rest: X names each front part and where the rest starts.
@@ -343,7 +356,12 @@ void submit_checked(QueueImpl* q, Bio* bio, size_t max_vec) {
 
 }  // namespace
 
-void bio_endio(Bio* bio) { bio->end_io(bio); }
+void bio_endio(Bio* bio) {
+  if (bio->qos_queue) [[unlikely]]
+    rq_qos_done_bio(bio);
+  blkcg_bio_end(bio);
+  bio->end_io(bio);
+}
 
 void bio_to_request(Request* rq, Bio* bio, unsigned nr_segs) {
   rq->op = bio->op;
@@ -363,11 +381,18 @@ void Queue::submit_bio(Bio* bio) {
   bio->bi_next = nullptr;
   bio->done_bytes = 0;
   bio->status = BlkStatus::ok;
+  // bio->blkg and bio->qos_queue are null here: bio_endio clears them.
   size_t max_vec = 0;
   if (BlkStatus st = check_bio(q, bio, &max_vec); st != BlkStatus::ok) {
     fail_bio(bio, st);
     return;
   }
+  // Charged to its context's group once checked, before any split
+  // (blk_cgroup_bio_start in submit_bio_noacct_nocheck). The root group
+  // is not counted per bio; while no context is in another group, this
+  // is one load and a branch.
+  if (io_group_members_any()) [[unlikely]]
+    blkcg_bio_start_ioc(q, bio);
   trace_bio(q, bio, blktrace::kQueue);
   // __submit_bio once wrapped every bio in a plug; queue/submit_plug=implicit
   // brings that back (seed 000's "before").

@@ -47,6 +47,17 @@ TEST(CliMain, ShowAttrOfAMissingAttributeIsAnError) {
              "--show_attr nullb0: queue/no_such_attr: ");
 }
 
+// fio's cgroup=NAME (issue 28): the job's I/O is charged to /NAME, which
+// --show_attr reads after the run when cgroup_nodelete keeps it; without
+// it the group is gone, and a bad name is refused with the options.
+TEST(CliMain, CgroupChargesTheJobsGroup) {
+  expect_cli("bench --driver=null --name=x --rw=read --bs=4k --size=1m --cgroup=tenant --cgroup_nodelete"
+             " --show_attr=cgroup/tenant/io.stat", 0, "rbytes=1048576 wbytes=0 rios=256 wios=0");
+  expect_cli("bench --driver=null --name=x --rw=read --bs=4k --size=1m --cgroup=tenant"
+             " --show_attr=cgroup/tenant/io.stat", 1, "no such I/O group");
+  expect_cli("bench --driver=null --name=x --rw=read --bs=4k --size=1m --cgroup=..", 1, "cgroup");
+}
+
 // A mistyped option said only "not expected", and reproduce exited with
 // CLI11's own code (109 here) where every other command exits 1 (issue 27).
 TEST(CliMain, AMistypedOptionGetsTheNearestNameAndExitOne) {

@@ -146,6 +146,15 @@ TEST(Options, PrioDefaults) {
   EXPECT_EQ(cfg.jobs[0].prio, 4);
 }
 
+TEST(Options, CgroupAndNodelete) {
+  BenchConfig cfg;
+  ASSERT_TRUE(parse({"--cgroup=a/b", "--cgroup_nodelete"}, &cfg).proceed);
+  EXPECT_EQ(cfg.jobs[0].cgroup, "a/b");
+  EXPECT_TRUE(cfg.jobs[0].cgroup_nodelete);
+  ASSERT_TRUE(parse({"--cgroup=t"}, &cfg).proceed);
+  EXPECT_FALSE(cfg.jobs[0].cgroup_nodelete);
+}
+
 TEST(Options, RwmixwriteSetsRead) {
   BenchConfig cfg;
   ASSERT_TRUE(parse({"--rw=rw", "--rwmixwrite=30"}, &cfg).proceed);
@@ -161,7 +170,7 @@ TEST(Options, BadValuesExitOne) {
       {"--prioclass=0"},      {"--runtime=5q"},      {"--time_based"},       {"--output-format=terse"},
       {"--verify=md5"},       {"--numjobs=0"},       {"--attr=novalue"},     {"--size=512", "--bs=4k"},
       {"--offset=100"},       {"--time_based=maybe"}, {"positional"},      {"--cgroup_weight=0"},
-      {"--cgroup_weight=1001"}, {"--offset_increment=1000"},
+      {"--cgroup_weight=1001"}, {"--offset_increment=1000"}, {"--cgroup=a b"}, {"--cgroup="},
   };
   for (const auto& a : bad) {
     BenchConfig cfg;

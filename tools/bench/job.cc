@@ -5,11 +5,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
 
+#include "blkmq/iogroup.h"
 #include "blkmq/plug.h"
 #include "bench/layout.h"
 #include "base/clock.h"
@@ -142,6 +144,7 @@ void Job::run() {
   tl_job = this;
   if (spec_.prioclass > 0) blkmq::current_io_context()->ioprio = ioprio_;
   if (spec_.cgroup_weight > 0) blkmq::current_io_context()->weight = static_cast<uint16_t>(spec_.cgroup_weight);
+  join_cgroup();
   if (spec_.ramp_ns == 0 || spec_.verify != VerifyMode::none) begin_measure();
   if (spec_.verify == VerifyMode::none) {
     run_phase(Phase::normal);
@@ -156,8 +159,28 @@ void Job::run() {
   r.runtime_ns = end - start_ns_;
   r.cpu_runtime_ns = r.runtime_ns;
   r.cpu = CpuUsage::thread_now() - cpu_start_;
+  leave_cgroup();
   tl_job = nullptr;
   finished_.store(true, std::memory_order_release);
+}
+
+// fio's cgroup=: the thread's context joins /NAME, made if missing (the
+// name was checked with the options, so only a removal racing this can
+// fail, and then the job runs in the root group, said on stderr).
+void Job::join_cgroup() {
+  if (spec_.cgroup.empty()) return;
+  auto g = blkmq::io_group_create("/" + spec_.cgroup);
+  blkmq::Status st = g ? blkmq::io_context_set_group(blkmq::current_io_context(), *g) : g.status();
+  if (!st) std::fprintf(stderr, "%s: cgroup=%s: %s\n", spec_.name.c_str(), spec_.cgroup.c_str(), st.message().c_str());
+}
+
+// As fio at the end of a job: back to the root group, and the group goes
+// unless cgroup_nodelete. With numjobs clones the last to leave removes
+// it (the others find it still in use, EBUSY, which is not an error).
+void Job::leave_cgroup() {
+  if (spec_.cgroup.empty()) return;
+  (void)blkmq::io_context_set_group(blkmq::current_io_context(), nullptr);  // to the root: cannot fail
+  if (!spec_.cgroup_nodelete) (void)blkmq::io_group_remove("/" + spec_.cgroup);
 }
 
 void Job::begin_measure() {

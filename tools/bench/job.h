@@ -86,6 +86,10 @@ class Job {
   const blkmq::Bio* inflight_bio();
   void check_ramp();
   void begin_measure();
+  // cgroup= (fio): joins the job's I/O group at the start of run(), leaves
+  // it (and removes it unless cgroup_nodelete) at the end. Job thread.
+  void join_cgroup();
+  void leave_cgroup();
   void record_error(const IoUnit* u, int err, std::string msg);
 
   JobSpec spec_;  // offset made absolute for this clone by prepare()

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/parse.h"
+#include "blkmq/iogroup.h"
 #include "bench/jobfile.h"
 #include "bench/suggest.h"
 #include "trace/blktrace_mask.h"
@@ -301,6 +302,13 @@ std::vector<OptionDef> make_defs() {
       {"prioclass", nullptr, false, "I/O priority class: 1 rt, 2 be, 3 idle", JOB_UINT(prioclass, 1, 3)},
       {"cgroup_weight", nullptr, false, "weight of the job threads' I/O context, 1-1000 (bfq; default 100)",
        JOB_UINT(cgroup_weight, 1, 1000)},
+      {"cgroup", nullptr, false, "I/O group the job threads join (/NAME, created if missing; default: the root)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         if (Status st = blkmq::io_group_check_path(v); !st) return Status::invalid("cgroup: " + st.message());
+         return set_nonempty("cgroup", v, "an I/O group name", &j.cgroup);
+       }},
+      {"cgroup_nodelete", nullptr, true, "keep the cgroup= group after the job (default: removed, as fio does)",
+       JOB_BOOL("cgroup_nodelete", cgroup_nodelete)},
       {"gtod_reduce", nullptr, true, "no per-I/O clock reads (no latency statistics)",
        JOB_BOOL("gtod_reduce", gtod_reduce)},
       {"norandommap", nullptr, true, "purely random offsets (default: each block once per pass)",

@@ -85,6 +85,11 @@ struct JobSpec {
   int prio = -1;                     // -1: not given
   int prioclass = -1;
   int cgroup_weight = -1;            // 1..1000, the job thread's IoContext weight (bfq); -1: not given
+  // fio's cgroup=NAME: the job's threads join I/O group /NAME (created if
+  // missing) and leave it at the end, which then removes it unless
+  // cgroup_nodelete. Empty: the root group.
+  std::string cgroup;
+  bool cgroup_nodelete = false;
   bool gtod_reduce = false;
   bool norandommap = false;
   bool randrepeat = true;
