@@ -202,6 +202,10 @@ bool Connection::handshake() {
   }
   exp_ = &exports_[static_cast<size_t>(hs_.selected() - cfg_.exports.data())];
   ioc_->weight = exp_->weight;
+  // Before the first bio, on the thread that submits with ioc_, as the
+  // contract asks. It fails only for a removed group, which an export's
+  // group never is (Export::group); the connection then stays in the root.
+  if (exp_->group) (void)io_context_set_group(ioc_, exp_->group);
   xlim_.size = exp_->def.size;
   // A client that did not agree to the advertised minimum may send any
   // byte range; what is not on whole device blocks is served by RMW.

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "blkmq/iogroup.h"
 #include "blkmq/ioctx.h"
 #include "blkmq/device.h"
 #include "blkmq/queue.h"
@@ -47,6 +48,11 @@ struct Export {
   // The bfq weight (1..1000) of each connection to this export: every
   // connection is an I/O context of its own, as a process is in the kernel.
   uint16_t weight = 100;
+  // The I/O group (the kernel's cgroup) every connection to this export
+  // joins once its handshake selected the export, so one tenant's
+  // connections share the group's io.stat and limits. nullptr: the root.
+  // The group must outlive the server (blkmq nbd never removes it).
+  IoGroup* group = nullptr;
 };
 
 // The most descriptors one BLOCK_STATUS reply carries (16 KiB of them): the

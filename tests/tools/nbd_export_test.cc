@@ -57,6 +57,36 @@ TEST(NbdExports, BadExportOptionsAreRefused) {
   EXPECT_EQ(run_cli("--socket " + temp_socket("w1") + " --weight 1001 --run true", &out), 1);
   EXPECT_EQ(run_cli("--socket " + temp_socket("al") + " --alias gold --run true", &out), 1);
   EXPECT_EQ(run_cli("--socket " + temp_socket("al2") + " --alias gold=abc --run true", &out), 1);
+  EXPECT_EQ(run_cli("--socket " + temp_socket("g0") + " --group 'a b' --run true", &out), 1);
+  EXPECT_NE(out.find("--group"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("--socket " + temp_socket("g1") + " --alias gold=100@/x/.. --run true", &out), 1);
+  EXPECT_EQ(run_cli("--socket " + temp_socket("g2") + " --alias gold=@/x --run true", &out), 1);
+}
+
+// --group and --alias NAME=W@PATH (issue 28): each tenant's connections
+// are charged to its own group, which io.stat and blkmq stat show apart.
+TEST(NbdExports, EachTenantsConnectionsAreChargedToItsGroup) {
+  if (!have("nbdsh")) GTEST_SKIP() << "nbdsh not installed";
+  const std::string ctl = temp_socket("grp_ctl");
+  CliServer srv({"--size=64", "--group=/tenant-a", "--alias=b=100@/tenant-b/batch", "--control=" + ctl});
+  ASSERT_TRUE(srv.up());
+  const std::string nbdsh = "PATH=/usr/bin:$PATH nbdsh -u ";
+  ASSERT_EQ(sh(nbdsh + "'" + srv.uri() + "' -c 'h.pwrite(b\"a\" * 65536, 0)'").status, 0);
+  ASSERT_EQ(sh(nbdsh + "'" + srv.uri("b") + "' -c 'h.pwrite(b\"b\" * 8192, 0); h.pread(4096, 65536)'").status, 0);
+  const std::string attr = std::string(BLKMQ_CLI_PATH) + " attr --control " + ctl + " nullb0 ";
+  const Shell a = sh(attr + "cgroup/tenant-a/io.stat");
+  ASSERT_EQ(a.status, 0) << a.output;
+  EXPECT_NE(a.output.find("rbytes=0 wbytes=65536 rios=0 wios=1 "), std::string::npos) << a.output;
+  const Shell b = sh(attr + "cgroup/tenant-b/batch/io.stat");
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_NE(b.output.find("rbytes=4096 wbytes=8192 rios=1 wios=1 "), std::string::npos) << b.output;
+  // The parent counts its child, as cgroup v2's io.stat.
+  EXPECT_NE(sh(attr + "cgroup/tenant-b/io.stat").output.find("rbytes=4096 wbytes=8192"), std::string::npos);
+  const Shell st = sh(std::string(BLKMQ_CLI_PATH) + " stat --control " + ctl + " 0.1 1");
+  ASSERT_EQ(st.status, 0) << st.output;
+  for (const char* g : {"\n  /tenant-a ", "\n  /tenant-b ", "\n  /tenant-b/batch "})
+    EXPECT_NE(st.output.find(g), std::string::npos) << g << " in\n" << st.output;
+  EXPECT_EQ(srv.stop(SIGTERM), 0);
 }
 
 // Two fio jobs, one connection each, read one bfq export sequentially

@@ -1,6 +1,7 @@
 // `blkmq attr` and `blkmq stat`: the control socket's command-line clients.
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -27,7 +28,8 @@ constexpr const char* kStatUsage =
     "usage: blkmq stat --control PATH [INTERVAL [COUNT]]\n"
     "Every INTERVAL (seconds when bare, or 500ms; default 1), COUNT times (default until stopped), one line\n"
     "per device of a running blkmq process, as iostat -x prints them: r/s w/s rkB/s wkB/s r_await w_await\n"
-    "aqu-sz %util.\n";
+    "aqu-sz %util. Under a device, a line per I/O group that has done I/O on it (its cgroup/PATH/io.stat,\n"
+    "which counts a group with its descendants, as cgroup v2's): r/s w/s rkB/s wkB/s at submission.\n";
 
 int fail(const char* tool, const std::string& msg) {
   std::fprintf(stderr, "blkmq %s: %s\n", tool, msg.c_str());
@@ -147,6 +149,56 @@ void print_line(const std::string& dev, const StatSample& a, const StatSample& b
               (b.time_in_queue - a.time_in_queue) / ms, std::min(100.0, (b.io_ticks - a.io_ticks) / ms * 100));
 }
 
+// One group's io.stat counters on one device (cgroup v2's keys).
+struct GroupSample {
+  double rbytes = 0, wbytes = 0, rios = 0, wios = 0;
+};
+
+// The groups of `dev` that have done I/O on it, by path, from their
+// cgroup/<path>/io.stat attributes; the root's (the device's own stat,
+// printed on the device's line) is left out.
+std::map<std::string, GroupSample> group_samples(Client& c, const std::string& dev) {
+  std::map<std::string, GroupSample> out;
+  json names = call(c, {{"op", "attrs"}, {"dev", dev}});
+  if (!names["ok"].get<bool>()) return out;
+  constexpr std::string_view kPre = "cgroup/", kSuf = "/io.stat";
+  for (const auto& n : names["attrs"]) {
+    const std::string a = n.get<std::string>();
+    if (a.size() <= kPre.size() + kSuf.size() || a.rfind(kPre, 0) != 0 || !a.ends_with(kSuf)) continue;
+    json v = call(c, {{"op", "get"}, {"dev", dev}, {"attr", a}});
+    if (!v["ok"].get<bool>()) continue;  // removed meanwhile
+    std::istringstream in(v["value"].get<std::string>());
+    GroupSample g;
+    std::string kv;
+    in >> kv;  // MAJ:MIN
+    while (in >> kv) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string k = kv.substr(0, eq);
+      const double x = std::strtod(kv.c_str() + eq + 1, nullptr);
+      if (k == "rbytes") g.rbytes = x;
+      else if (k == "wbytes") g.wbytes = x;
+      else if (k == "rios") g.rios = x;
+      else if (k == "wios") g.wios = x;
+    }
+    if (g.rios + g.wios > 0) out["/" + a.substr(kPre.size(), a.size() - kPre.size() - kSuf.size())] = g;
+  }
+  return out;
+}
+
+// The groups' lines under their device's; a group not seen before counts
+// from zero (it was made, or did its first I/O, since the last report).
+void print_groups(const std::map<std::string, GroupSample>& was, const std::map<std::string, GroupSample>& now,
+                  double dt_s) {
+  for (const auto& [path, b] : now) {
+    auto it = was.find(path);
+    const GroupSample a = it == was.end() ? GroupSample{} : it->second;
+    std::printf("  %-10s %10.2f %10.2f %10.2f %10.2f %8s %8s %7s %6s\n", path.c_str(), (b.rios - a.rios) / dt_s,
+                (b.wios - a.wios) / dt_s, (b.rbytes - a.rbytes) / 1024 / dt_s, (b.wbytes - a.wbytes) / 1024 / dt_s,
+                "-", "-", "-", "-");
+  }
+}
+
 }  // namespace
 
 int stat_main(int argc, char** argv) {
@@ -166,8 +218,11 @@ int stat_main(int argc, char** argv) {
   if (!l["ok"].get<bool>()) return fail("stat", l["error"].get<std::string>());
   std::vector<std::string> devs = l["devices"].get<std::vector<std::string>>();
   std::vector<StatSample> prev(devs.size());
-  for (size_t i = 0; i < devs.size(); i++)
+  std::vector<std::map<std::string, GroupSample>> prev_groups(devs.size());
+  for (size_t i = 0; i < devs.size(); i++) {
     if (!sample(*c, devs[i], &prev[i])) return fail("stat", devs[i] + ": no stat");
+    prev_groups[i] = group_samples(*c, devs[i]);
+  }
   uint64_t t0 = blkmq::base::now_ns();
   for (long n = 0; count < 0 || n < count; n++) {
     // The server answers one connection at a time: hold none while asleep,
@@ -183,8 +238,11 @@ int stat_main(int argc, char** argv) {
     for (size_t i = 0; i < devs.size(); i++) {
       StatSample s;
       if (!sample(*c, devs[i], &s)) return fail("stat", "the process went away");
+      std::map<std::string, GroupSample> groups = group_samples(*c, devs[i]);
       print_line(devs[i], prev[i], s, (t1 - t0) / 1e9);
+      print_groups(prev_groups[i], groups, (t1 - t0) / 1e9);
       prev[i] = s;
+      prev_groups[i] = std::move(groups);
     }
     std::printf("\n");
     std::fflush(stdout);

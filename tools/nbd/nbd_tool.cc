@@ -16,6 +16,7 @@
 
 #include "base/parse.h"
 #include "blkmq/device.h"
+#include "blkmq/iogroup.h"
 #include "blkmq/sysfs_tree.h"
 #include "nbd/server.h"
 
@@ -33,7 +34,15 @@ struct ExportOpts {
   blkmq::ParamMap params;  // driver parameters and attr:PATH
   bool read_only = false;
   uint16_t weight = 100;
-  std::vector<std::pair<std::string, uint16_t>> aliases;  // more names for this device, each with its weight
+  std::string group;  // --group: the I/O group of its connections ("" the root)
+  // --alias NAME=W[@GROUP]: more names for this device, each with its
+  // connections' weight and group.
+  struct Alias {
+    std::string name;
+    uint16_t weight;
+    std::string group;
+  };
+  std::vector<Alias> aliases;
 };
 
 struct Options {
@@ -51,12 +60,14 @@ constexpr const char* kUsage =
     "                 [--blktrace DIR] [--control PATH] [--sysfs DIR]\n"
     "                 [--tls=off|on|require (--tls-certificates=DIR [--tls-verify-peer] | --tls-psk=FILE)]\n"
     "                 EXPORT [--export NAME EXPORT ...]\n"
-    "  EXPORT: [--name NAME] [--description TEXT] [--read-only] [--weight W] [--alias NAME=W ...]\n"
+    "  EXPORT: [--name NAME] [--description TEXT] [--read-only] [--weight W] [--group PATH] [--alias NAME=W[@PATH] ...]\n"
     "          [--driver NAME] [--scheduler NAME] [--attr PATH=VALUE ...] [--DRIVER-PARAM=VALUE ...]\n"
     "Serves blkmq devices (each made as blkmq bench makes it) to NBD clients. Options after --export NAME\n"
     "describe that export's own device; the first export is the default one. Each connection is an I/O\n"
-    "context of its own with its export's --weight (bfq, 1..1000, default 100); --alias NAME=W adds a\n"
-    "name for the same device whose connections get weight W. Without --socket or --port it listens on\n"
+    "context of its own with its export's --weight (bfq, 1..1000, default 100), in its --group (an I/O\n"
+    "group, the kernel's cgroup: /tenant-a, made if missing; default the root), so one tenant's connections\n"
+    "share the group's cgroup/PATH/io.* files (see blkmq attr); --alias NAME=W[@PATH] adds a name for the\n"
+    "same device whose connections get weight W and group PATH. Without --socket or --port it listens on\n"
     "127.0.0.1:10809. --run CMD starts the server, runs CMD with $uri, $nbd, $port, $unixsocket,\n"
     "$exportname and $tls set for the first export (as nbdkit's captive mode), and exits with its\n"
     "status. SIGTERM and SIGINT stop it after in-flight requests finish (5 s at most; then the\n"
@@ -133,6 +144,31 @@ bool server_number(const std::string& key, const std::string& value, blkmq::nbd:
   return true;
 }
 
+// A group path for --group or an alias's @PATH into *out; false with *err
+// set when io_group_create would refuse it, so the error comes before any
+// device is made.
+bool group_path(const std::string& what, const std::string& value, std::string* out, std::string* err) {
+  if (blkmq::Status st = blkmq::io_group_check_path(value); !st) {
+    *err = what + ": " + st.message();
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+// --alias NAME=W[@PATH], `eq` the position of its '='.
+bool alias(const std::string& value, size_t eq, ExportOpts* e, std::string* err) {
+  ExportOpts::Alias a{value.substr(0, eq), 0, {}};
+  std::string w = value.substr(eq + 1);
+  if (const size_t at = w.find('@'); at != std::string::npos) {
+    if (!group_path("--alias " + a.name, w.substr(at + 1), &a.group, err)) return false;
+    w.resize(at);
+  }
+  if (!number("alias " + a.name, w, 1, 1000, &a.weight, err)) return false;
+  e->aliases.push_back(std::move(a));
+  return true;
+}
+
 // An option of the export being described; false if its value is bad
 // (*err says why). Keys that are no export option are driver parameters.
 bool export_option(const std::string& key, const std::string& value, ExportOpts* e, std::string* err) {
@@ -142,14 +178,12 @@ bool export_option(const std::string& key, const std::string& value, ExportOpts*
   else if (key == "driver") e->driver = value;
   else if (key == "scheduler") e->params["attr:queue/scheduler"] = value;
   else if (key == "weight") return number(key, value, 1, 1000, &e->weight, err);
+  else if (key == "group") return group_path("--group", value, &e->group, err);
   else if (key == "attr" && eq != std::string::npos && eq > 0)
     e->params["attr:" + value.substr(0, eq)] = value.substr(eq + 1);
   else if (key == "attr") *err = blkmq::base::invalid_value("--attr", value, "is not accepted", "PATH=VALUE").message();
-  else if (key == "alias" && eq != std::string::npos && eq > 0) {
-    uint16_t w = 0;
-    if (!number(key + " " + value.substr(0, eq), value.substr(eq + 1), 1, 1000, &w, err)) return false;
-    e->aliases.emplace_back(value.substr(0, eq), w);
-  } else if (key == "alias") *err = blkmq::base::invalid_value("--alias", value, "is not accepted", "NAME=W").message();
+  else if (key == "alias" && eq != std::string::npos && eq > 0) return alias(value, eq, e, err);
+  else if (key == "alias") *err = blkmq::base::invalid_value("--alias", value, "is not accepted", "NAME=W[@PATH]").message();
   else e->params[key] = value;
   return err->empty();
 }
@@ -298,13 +332,16 @@ blkmq::Status make_exports(const Options& o, std::vector<std::unique_ptr<blkmq::
     if (!dev) return blkmq::Status::invalid("export '" + eo.name + "': " + dev.status().message());
     blkmq::Device& d = *devs->emplace_back(std::move(*dev));
     const ExportDef def = export_of(eo, d);
-    std::vector<std::pair<std::string, uint16_t>> named = {{eo.name, eo.weight}};
+    std::vector<ExportOpts::Alias> named = {{eo.name, eo.weight, eo.group}};
     named.insert(named.end(), eo.aliases.begin(), eo.aliases.end());
-    for (const auto& [name, weight] : named) {
-      if (!names.insert(name).second) return blkmq::Status::invalid("export name '" + name + "' given twice");
+    for (const ExportOpts::Alias& a : named) {
+      if (!names.insert(a.name).second) return blkmq::Status::invalid("export name '" + a.name + "' given twice");
+      // Groups live as long as the process: connections join them until the end.
+      auto g = blkmq::io_group_create(a.group);
+      if (!g) return blkmq::Status::invalid("export '" + a.name + "': " + g.status().message());
       hs->exports.push_back(def);
-      hs->exports.back().name = name;
-      exports->push_back({hs->exports.back(), &d.queue(), &d, weight});
+      hs->exports.back().name = a.name;
+      exports->push_back({hs->exports.back(), &d.queue(), &d, a.weight, *g == blkmq::io_group_root() ? nullptr : *g});
     }
   }
   return blkmq::Status::OK();
@@ -394,9 +431,10 @@ int nbd_main(int argc, char** argv) {
   blkmq::nbd::Server& s = **server;
   for (const Export& e : exports) {
     const std::string name = e.def.name.empty() ? "the default export" : "'" + e.def.name + "'";
-    std::fprintf(stderr, "blkmq nbd: serving %s (%s, %llu bytes, weight %u) at %s\n", name.c_str(),
-                 e.dev->driver_name().c_str(),
-                 static_cast<unsigned long long>(e.def.size), e.weight, s.uri(e.def.name).c_str());
+    const std::string group = e.group ? ", group " + blkmq::io_group_path(e.group) : "";
+    std::fprintf(stderr, "blkmq nbd: serving %s (%s, %llu bytes, weight %u%s) at %s\n", name.c_str(),
+                 e.dev->driver_name().c_str(), static_cast<unsigned long long>(e.def.size), e.weight, group.c_str(),
+                 s.uri(e.def.name).c_str());
   }
   std::atomic<bool> done{false};
   std::thread watcher([&] {
