@@ -7,7 +7,8 @@
   kernel_fidelity.py table RESULTS.tsv   markdown table of the medians
 
 KIND is share (iops of the first job / the second), rwratio (read iops /
-write iops over all jobs) or lat (clat p50 and p99 of the job named reader).
+write iops over all jobs), lat (clat p50 and p99 of the job named reader)
+or rate (each job's iops and MB/s, for limits).
 RESULTS.tsv has case, metric, side (kernel or blkmq), rep, value per line.
 """
 import json
@@ -64,6 +65,10 @@ def extract(kind, path):
         for j in jobs:
             if j is not reader:
                 out.append((f"{j['jobname']} MB/s", (j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1e6))
+    elif kind == "rate":
+        for j in jobs:
+            out.append((f"iops {j['jobname']}", job_iops(j)))
+            out.append((f"{j['jobname']} MB/s", (j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1e6))
     else:
         raise SystemExit(f"unknown metric kind {kind}")
     for name, v in out:

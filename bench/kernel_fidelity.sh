@@ -7,7 +7,7 @@
 #
 #   --short     one rep of 3 s over a subset (first bfq share, deadline
 #               writes_starved=2, kyber with a writer): under a minute.
-#               Without it: 22 cases x 3 reps x 2 sides x 10 s, about 25 min
+#               Without it: 27 cases x 3 reps x 2 sides x 10 s, about 30 min
 #   --blkmq     the blkmq binary (default build/release/tools/blkmq)
 #   --file      backing file, created and fully written if missing
 #               (default /var/tmp/blkmq-fidelity.img)
@@ -33,6 +33,20 @@
 # The readers of a job file keep to disjoint halves of the device: a block
 # read by two jobs could be merged or cached and blur the share.
 #
+# Resource control (issue 28): a case's last column sets up I/O groups and
+# wbt, in words both sides understand, space-separated:
+#   NAME:weight=N        the group's bfq weight (kernel: cgroup v1's
+#                        blkio.bfq.weight; blkmq: cgroup/NAME/io.bfq.weight)
+#   NAME:                the group alone, with no setting
+#   NAME:riops=N,wbps=N  limits (kernel: blkio.throttle.{read,write}_
+#                        {iops,bps}_device for the loop device; blkmq:
+#                        cgroup/NAME/io.max); also rbps, wiops
+#   wbt=USEC             queue/wbt_lat_usec on both (-1 the default, 0 off)
+# NAME is a path under the root (p or p/x); the job files put their jobs in
+# the groups with fio's cgroup=NAME and cgroup_nodelete=1, which blkmq bench
+# takes too. The kernel's groups are made under cgroup v1's blkio mount
+# before the run and removed after it.
+#
 # Needs root, losetup, fio and python3; exits 0 with a message when one is
 # missing, and skips a case whose scheduler the kernel lacks. Exits 1 when a
 # run fails.
@@ -44,9 +58,10 @@ HELPER="$HERE/kernel_fidelity.py"
 JOBDIR="$HERE/fidelity"
 FILE_SIZE=$((1 << 30))
 
-# name | scheduler | tunables (queue/iosched/, '-' for the defaults) | job file | metric | in --short
+# name | scheduler | tunables (queue/iosched/, '-' for the defaults) | job file | metric | in --short | groups
 # Metrics (kernel_fidelity.py extract): share = iops of the first job over
-# the second; rwratio = read over write iops; lat = the reader's clat.
+# the second; rwratio = read over write iops; lat = the reader's clat;
+# rate = every job's iops and MB/s.
 SCENARIOS='
 bfq/rand-be0-be4/default        | bfq         | -                | bfq-rand-be0-be4      | share   | short
 bfq/rand-be0-be4/slice_idle=0   | bfq         | slice_idle=0     | bfq-rand-be0-be4      | share   |
@@ -70,6 +85,11 @@ kyber/reader-alone              | kyber       | -                | kyber-reader 
 kyber/reader-seqwrite           | kyber       | -                | kyber-reader-seqwrite | lat     | short
 none/reader-alone               | none        | -                | kyber-reader          | lat     |
 none/reader-seqwrite            | none        | -                | kyber-reader-seqwrite | lat     |
+cgroup/bfq-weights-300-100      | bfq         | -                | cg-bfq-weights        | share   |       | fid-a:weight=300 fid-b:weight=100
+cgroup/bfq-tree                 | bfq         | -                | cg-bfq-tree           | share   |       | fid-p:weight=300 fid-q:weight=100 fid-p/x:weight=100 fid-p/y:weight=100
+cgroup/throtl-riops1k-wbps10m   | none        | -                | cg-throtl             | rate    |       | fid-lr:riops=1000 fid-lw:wbps=10485760 fid-free:
+wbt/reader-bufwrite/on          | none        | -                | wbt-reader-bufwrite   | lat     |       | wbt=-1
+wbt/reader-bufwrite/off         | none        | -                | wbt-reader-bufwrite   | lat     |       | wbt=0
 '
 
 SHORT=0
@@ -81,6 +101,9 @@ ONLY=""
 OUT=""
 CMDLINE="$0 $*"
 
+BLKIO=/sys/fs/cgroup/blkio  # cgroup v1's blkio hierarchy (the kernel's groups)
+KGROUPS=()       # the kernel groups the current run made, in the order made
+WBT_SET=0        # whether the current run wrote the loop device's wbt_lat_usec
 LOOP=""          # /dev/loopN once attached
 LOOPQ=""         # /sys/block/loopN/queue
 CHILD=""         # the fio or blkmq run in progress
@@ -150,6 +173,7 @@ cleanup() {
     kill "$CHILD" 2>/dev/null || true
     wait "$CHILD" 2>/dev/null || true
   fi
+  kernel_groups_remove
   if [ -n "$LOOP" ]; then
     echo none >"$LOOPQ/scheduler" 2>/dev/null || true
     losetup -d "$LOOP" || log "could not detach $LOOP"
@@ -197,6 +221,7 @@ record_loop_geometry() {
   LOOP_MAXKB=$(cat "$LOOPQ/max_sectors_kb")
   LOOP_NR_NONE=$(cat "$LOOPQ/nr_requests")
   LOOP_SCHEDS=$(cat "$LOOPQ/scheduler")
+  LOOP_DEVNO=$(cat "/sys/block/$b/dev")
   # blkmq's --uring.bs takes 512..4096; a loop device may have a larger one.
   case "$LOOP_LBS" in 512|1024|2048|4096) ;; *) die "$LOOP: logical block size $LOOP_LBS, blkmq takes 512..4096" ;; esac
 }
@@ -231,21 +256,95 @@ run_child() {
   return "$rc"
 }
 
+# A kernel group's setting (the case's groups column) into its v1 file.
+kernel_group_set() {
+  local dir=$1 k=$2 v=$3 file
+  case "$k" in
+    weight) file=blkio.bfq.weight ;;
+    riops) file=blkio.throttle.read_iops_device ;;
+    wiops) file=blkio.throttle.write_iops_device ;;
+    rbps) file=blkio.throttle.read_bps_device ;;
+    wbps) file=blkio.throttle.write_bps_device ;;
+    *) die "groups: unknown setting $k" ;;
+  esac
+  [ -e "$dir/$file" ] || die "groups: the kernel has no $dir/$file (is bfq loaded for weight=?)"
+  if [ "$k" = weight ]; then echo "$v" >"$dir/$file"; else echo "$LOOP_DEVNO $v" >"$dir/$file"; fi
+}
+
+# Makes the case's groups under the blkio mount (parents first, each made
+# only if missing, so that fio's cgroup= finds them) and writes their
+# settings; wbt=USEC goes to the loop device's queue/wbt_lat_usec.
+kernel_groups_setup() {
+  local spec=$1 tok name kvs kv part path
+  [ "$spec" = - ] && return
+  [ -d "$BLKIO" ] || die "groups: no cgroup v1 blkio hierarchy at $BLKIO"
+  for tok in $spec; do
+    if [[ "$tok" == wbt=* ]]; then
+      echo "${tok#wbt=}" >"$LOOPQ/wbt_lat_usec"
+      WBT_SET=1
+      continue
+    fi
+    name=${tok%%:*} kvs=${tok#*:} path=$BLKIO
+    for part in ${name//\// }; do
+      path="$path/$part"
+      [ -d "$path" ] || { mkdir "$path" && KGROUPS+=("$path"); }
+    done
+    for kv in ${kvs//,/ }; do kernel_group_set "$path" "${kv%%=*}" "${kv#*=}"; done
+  done
+}
+
+# Removes the groups the run made, children first (fio left them, by
+# cgroup_nodelete, and its threads are gone), and puts wbt back to the
+# loop device's default.
+kernel_groups_remove() {
+  local i
+  for ((i = ${#KGROUPS[@]} - 1; i >= 0; i--)); do rmdir "${KGROUPS[$i]}" 2>/dev/null || log "could not remove ${KGROUPS[$i]}"; done
+  KGROUPS=()
+  if [ "$WBT_SET" = 1 ] && [ -n "$LOOP" ]; then echo -1 >"$LOOPQ/wbt_lat_usec" || true; fi
+  WBT_SET=0
+}
+
 run_kernel() {
-  local sched=$1 tunables=$2 job=$3 out=$4
+  local sched=$1 tunables=$2 job=$3 out=$4 groups=$5 rc=0
   set_kernel_sched "$sched" "$tunables"
   KERNEL_NR=$(cat "$LOOPQ/nr_requests")
+  kernel_groups_setup "$groups"
   run_child "$out" "$out.err" fio --output-format=json --eta=never \
     --filename="$LOOP" --direct=1 --ioengine="$FIO_ENGINE" \
-    --runtime="$RUNTIME" --time_based=1 "$job"
+    --runtime="$RUNTIME" --time_based=1 "$job" || rc=$?
+  kernel_groups_remove
+  return "$rc"
+}
+
+# The case's groups as blkmq bench attributes, into BLKMQ_GATTRS: each
+# group's weight as cgroup/NAME/io.bfq.weight, its limits together as one
+# cgroup/NAME/io.max, wbt=USEC as queue/wbt_lat_usec.
+blkmq_group_attrs() {
+  local spec=$1 tok name kvs kv limits
+  BLKMQ_GATTRS=()
+  [ "$spec" = - ] && return
+  for tok in $spec; do
+    if [[ "$tok" == wbt=* ]]; then
+      BLKMQ_GATTRS+=(--attr "queue/wbt_lat_usec=${tok#wbt=}")
+      continue
+    fi
+    name=${tok%%:*} kvs=${tok#*:} limits=""
+    for kv in ${kvs//,/ }; do
+      if [ "${kv%%=*}" = weight ]; then BLKMQ_GATTRS+=(--attr "cgroup/$name/io.bfq.weight=${kv#*=}")
+      else limits="$limits $kv"; fi
+    done
+    [ -z "$limits" ] || BLKMQ_GATTRS+=(--attr "cgroup/$name/io.max=${limits# }")
+  done
 }
 
 run_blkmq() {
-  local sched=$1 tunables=$2 job=$3 out=$4 kv
+  local sched=$1 tunables=$2 job=$3 out=$4 groups=$5 kv
   local -a attrs=(--attr "queue/nr_requests=$KERNEL_NR")
   if [ "$tunables" != - ]; then
     for kv in $tunables; do attrs+=(--attr "queue/iosched/$kv"); done
   fi
+  blkmq_group_attrs "$groups"
+  attrs+=("${BLKMQ_GATTRS[@]}")
   echo none >"$LOOPQ/scheduler"
   # queue/rotational is read-only in blkmq: its uring driver takes it from
   # the block device it serves, here the loop device's.
@@ -266,7 +365,7 @@ record_run() {
 }
 
 run_case() {
-  local case=$1 sched=$2 tunables=$3 jobname=$4 kind=$5
+  local case=$1 sched=$2 tunables=$3 jobname=$4 kind=$5 groups=$6
   local job="$JOBDIR/$jobname.fio" rep side out
   [ -f "$job" ] || die "$case: no job file $job"
   if ! kernel_has_sched "$sched"; then
@@ -287,7 +386,7 @@ run_case() {
     for side in kernel blkmq; do
       out="$WORK/$(echo "$case" | tr '/=' '__').$side.$rep.json"
       log "$case: $side run $rep/$REPS"
-      if ! "run_$side" "$sched" "$tunables" "$job" "$out"; then
+      if ! "run_$side" "$sched" "$tunables" "$job" "$out" "$groups"; then
         log "$case: $side run $rep failed:"
         tail -5 "$out.err" >&2
         NOTES+=("$case: $side run $rep failed: $(tail -1 "$out.err")")
@@ -309,8 +408,8 @@ run_case() {
 }
 
 selected_cases() {
-  local name sched tun job kind short
-  while IFS='|' read -r name sched tun job kind short; do
+  local name sched tun job kind short groups
+  while IFS='|' read -r name sched tun job kind short groups; do
     name=$(echo $name)
     [ -n "$name" ] || continue
     if [ -n "$ONLY" ]; then
@@ -318,7 +417,8 @@ selected_cases() {
     elif [ "$SHORT" = 1 ] && [ -z "$(echo $short)" ]; then
       continue
     fi
-    echo "$name $(echo $sched) $(echo $tun) $(echo $job) $(echo $kind)"
+    groups=$(echo $groups)
+    echo "$name $(echo $sched) $(echo $tun) $(echo $job) $(echo $kind) ${groups:--}"
   done <<<"$SCENARIOS"
 }
 
@@ -372,8 +472,8 @@ main() {
   prepare_file
   attach_loop
   record_loop_geometry
-  while read -r name sched tun job kind; do
-    run_case "$name" "$sched" "$tun" "$job" "$kind"
+  while read -r name sched tun job kind groups; do
+    run_case "$name" "$sched" "$tun" "$job" "$kind" "$groups"
   done <<<"$cases"
   if [ -n "$OUT" ]; then
     report | tee "$OUT"
