@@ -448,19 +448,19 @@ void wbt_issue(RqQos* r, Request* rq) {
   if (!(rq->rq_flags & kRqfStats)) rq->io_start_time_ns = rwb->q->clock_ns();
   if (!rwb_enabled(rwb) || !(rq->wbt_flags & kWbtRead)) return;
   // The first read in flight stands for all of them (only its address is
-  // kept: it is compared, never followed).
+  // kept: it is compared, never followed). The cookie alone decides who
+  // owns the slot, so a time left by a read that ended between the two
+  // stores below is overwritten by the next read, never kept.
   const Request* none = nullptr;
-  if (rwb->sync_issue.load(std::memory_order_relaxed) == 0 &&
-      rwb->sync_cookie.compare_exchange_strong(none, rq, std::memory_order_relaxed))
+  if (rwb->sync_cookie.compare_exchange_strong(none, rq, std::memory_order_relaxed))
     rwb->sync_issue.store(rq->io_start_time_ns, std::memory_order_relaxed);
 }
 
 void forget_sync(Rwb* rwb, const Request* rq) {
   const Request* expected = rq;
-  if (rwb->sync_cookie.load(std::memory_order_relaxed) == rq) {
+  if (rwb->sync_cookie.load(std::memory_order_relaxed) == rq &&
+      rwb->sync_cookie.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed))
     rwb->sync_issue.store(0, std::memory_order_relaxed);
-    rwb->sync_cookie.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
-  }
 }
 
 void wbt_requeue(RqQos* r, Request* rq) {

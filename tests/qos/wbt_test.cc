@@ -131,6 +131,23 @@ TEST(Wbt, SlowReadsScaleDownThenFastReadsScaleUp) {
   EXPECT_EQ(v.t.ended.load(), int(v.slots.size()));
 }
 
+// A read that never completes within the window is a miss by itself (the
+// kernel's sync_issue check): a flooded device may finish no read at all.
+TEST(Wbt, AReadStuckPastTheTargetScalesDown) {
+  Dev v;
+  const uint64_t start = v.rt.now_ns();
+  v.submit(ReqOp::write, kBioWriteback);  // opens the window
+  v.submit(ReqOp::read);
+  std::vector<Request*> held = v.d.take_held();
+  ASSERT_EQ(held.size(), 2u);
+  end_request(held[0], BlkStatus::ok);  // the write; the read stays
+  v.rt.advance(start + 100 * kMs - v.rt.now_ns());
+  EXPECT_EQ(v.info().scale_step, 1) << "no read completed, one waited 100 ms against 2 ms";
+  end_request(held[1], BlkStatus::ok);
+  v.rt.run_pending();
+  EXPECT_EQ(v.t.ended.load(), 2);
+}
+
 // Writes alone (no read to judge by) let the step go negative, up to 3/4 of
 // the queue depth; windows that see nothing at all bring it back to the
 // middle, one step per five windows, and then the window closes.
