@@ -225,6 +225,7 @@ TEST(Wbt, BackgroundWritesGetASmallerLimit) {
   std::thread writer([&] { v.q().submit_bio(fifth); });
   ASSERT_TRUE(eventually([&] { return v.info().waiting == 1; }));
   EXPECT_EQ(v.d.nr_seen(), 12u) << "the fifth background write is over its limit";
+  EXPECT_EQ(v.attr("mq/0/tags_busy"), "4") << "it sleeps holding no tag";
   v.end_held();
   writer.join();
   EXPECT_EQ(v.d.nr_seen(), 13u);
