@@ -32,6 +32,15 @@ enum BioFlag : uint32_t {
   kBioNowait = 1u << 4,    // fail with BlkStatus::again rather than sleep for a tag or a freeze
   kBioPolled = 1u << 5,    // completion is reaped by Queue::poll on a poll queue
   kBioMeta = 1u << 6,      // metadata (informational)
+  // Page-cache writeback (what the kernel's writeback code submits without
+  // REQ_IDLE): a write wbt may throttle. A write without it is treated as
+  // the kernel treats an O_DIRECT write (REQ_SYNC|REQ_IDLE): never
+  // throttled. With kBioSync it is WB_SYNC_ALL writeback (fsync), which
+  // wbt lets use its whole depth. See docs/QOS.md, "wbt".
+  kBioWriteback = 1u << 7,
+  // Background writeback (REQ_BACKGROUND, wbc->for_background): wbt holds
+  // it to its smallest limit. Meaningful with kBioWriteback.
+  kBioBackground = 1u << 8,
 };
 
 struct Bio;

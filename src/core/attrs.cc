@@ -7,6 +7,7 @@
 #include "core/core.h"
 #include "core/trace.h"
 #include "qos/blkcg.h"
+#include "qos/wbt.h"
 
 namespace blkmq {
 namespace {
@@ -70,7 +71,11 @@ const Attr kAttrs[] = {
     {"queue/scheduler", [](const QueueImpl* q) { return elevator_list(q); },
      [](QueueImpl* q, std::string_view v) {
        std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
-       return elevator_switch(q, v);
+       Status st = elevator_switch(q, v);
+       // bfq turns a default wbt off; leaving it turns it back on
+       // (wbt_disable_default / wbt_enable_default in the kernel).
+       if (st) wbt_elevator_changed(q);
+       return st;
      }},
     {"queue/nr_requests", [](const QueueImpl* q) { return u(q->nr_requests_); },
      [](QueueImpl* q, std::string_view v) -> Status {
@@ -182,6 +187,9 @@ const Attr kAttrs[] = {
        q->tun_.task_completion.store(i ? TaskCompletion::softirq : TaskCompletion::local);
        return Status::OK();
      }},
+    // Writeback throttling's target (src/qos/wbt.h): -1 default, 0 off.
+    {"queue/wbt_lat_usec", [](const QueueImpl* q) { return wbt_lat_show_locked(q); },
+     [](QueueImpl* q, std::string_view v) { return wbt_lat_store(q, v); }},
     {"stat", show_stat, nullptr},
     {"inflight", show_inflight, nullptr},
     {"size", [](const QueueImpl* q) { return u(q->limits_.capacity_sectors); }, nullptr},

@@ -342,6 +342,9 @@ class QueueImpl final : public Queue {
   // The rq-qos chain (src/qos/rq_qos.h): changed only with the queue
   // frozen, read at each call site with one load.
   std::atomic<RqQos*> rq_qos_{nullptr};
+  // Which bios the chain wants (rq_qos_wants): the union of its policies'
+  // filters, set with the queue frozen, plus the rq_qos_watch_all count.
+  std::atomic<uint64_t> rq_qos_want_{0};
 };
 
 inline QueueImpl* to_impl(Queue* q) { return static_cast<QueueImpl*>(q); }
@@ -544,8 +547,21 @@ Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path);
 std::vector<std::string> queue_attr_names(const QueueImpl* q);
 
 // The rq-qos call sites (blk-rq-qos.h's inline wrappers): with no policy
-// on the queue each is a load and a not-taken branch.
+// on the queue each is a load and a not-taken branch; with policies, only
+// the bios and requests they want (rq_qos_wants) reach them.
 inline RqQos* rq_qos_head(const QueueImpl* q) { return q->rq_qos_.load(std::memory_order_acquire); }
+// rq_qos_want_'s layout: BioFlags in bits 0-31, the ReqOps in 32-39, and
+// from bit 40 the number of rq_qos_watch_all holds.
+inline constexpr unsigned kRqQosWantOpsShift = 32;
+inline constexpr unsigned kRqQosWatchShift = 40;
+// Whether some policy on q's chain wants bio (RqQosFilter): a load and a
+// few ALU operations, so that a policy that is on by default (wbt) costs
+// the bios it ignores next to nothing. Any context.
+inline bool rq_qos_wants(const QueueImpl* q, const Bio* bio) {
+  const uint64_t w = q->rq_qos_want_.load(std::memory_order_relaxed);
+  return ((w >> kRqQosWatchShift) | ((w >> (kRqQosWantOpsShift + static_cast<unsigned>(bio->op))) & 1) |
+          (bio->flags & static_cast<uint32_t>(w))) != 0;
+}
 // Marks bio for done_bio (BIO_QOS_THROTTLED) and walks throttle; `head`
 // is q's chain as the submitter read it (submit_one reads it once for
 // throttle, cleanup and track). Task.
@@ -557,19 +573,26 @@ inline void rq_qos_throttle(RqQos* head, QueueImpl* q, Bio* bio) {
 }
 // Marks bio for done_bio (BIO_QOS_MERGED) and walks merge. Task.
 inline void rq_qos_merge(QueueImpl* q, Request* rq, Bio* bio) {
-  if (RqQos* h = rq_qos_head(q)) [[unlikely]] {
-    bio->qos_queue = q;
-    rq_qos_merge_slow(h, rq, bio);
-  }
+  if (RqQos* h = rq_qos_head(q)) [[unlikely]]
+    if (rq_qos_wants(q, bio)) {
+      bio->qos_queue = q;
+      rq_qos_merge_slow(h, rq, bio);
+    }
 }
+// issue, requeue and done run for requests whose first bio the chain
+// wanted (submit_one sets rq_qos_seen; done clears it): one byte of the
+// request, which is in cache, per call site.
 inline void rq_qos_issue(QueueImpl* q, Request* rq) {
-  if (RqQos* h = rq_qos_head(q)) [[unlikely]] rq_qos_issue_slow(h, rq);
+  if (rq->rq_qos_seen) [[unlikely]]
+    if (RqQos* h = rq_qos_head(q)) rq_qos_issue_slow(h, rq);
 }
 inline void rq_qos_requeue(QueueImpl* q, Request* rq) {
-  if (RqQos* h = rq_qos_head(q)) [[unlikely]] rq_qos_requeue_slow(h, rq);
+  if (rq->rq_qos_seen) [[unlikely]]
+    if (RqQos* h = rq_qos_head(q)) rq_qos_requeue_slow(h, rq);
 }
 inline void rq_qos_done(QueueImpl* q, Request* rq) {
-  if (RqQos* h = rq_qos_head(q)) [[unlikely]] rq_qos_done_slow(h, rq);
+  if (rq->rq_qos_seen) [[unlikely]]
+    if (RqQos* h = rq_qos_head(q)) rq_qos_done_slow(h, rq);
 }
 
 }  // namespace blkmq

@@ -10,6 +10,7 @@
 #include "core/blktrace_writer.h"
 #include "core/core.h"
 #include "qos/blkcg.h"
+#include "qos/wbt.h"
 #include "core/time.h"
 #include "core/trace.h"
 
@@ -292,6 +293,9 @@ Result<std::unique_ptr<Queue>> Queue::create(TagSet& set, const QueueConfig& cfg
   std::shared_lock<std::shared_mutex> l(to_impl(&set)->update_lock_);
   if (Status s = cfg.scheduler.empty() ? elevator_init_default(q.get()) : elevator_switch(q.get(), cfg.scheduler); !s)
     return s;
+  // blk_register_queue's wbt_enable_default: on unless the scheduler
+  // disables it (docs/QOS.md, "wbt").
+  wbt_enable_default(q.get());
   return std::unique_ptr<Queue>(std::move(q));
 }
 

@@ -269,8 +269,11 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     return;
   }
   // One read of the chain for throttle, cleanup and track: it changes only
-  // with the queue frozen, and this submitter holds a usage reference.
-  RqQos* const qos = rq_qos_head(q);
+  // with the queue frozen, and this submitter holds a usage reference. A
+  // bio no policy wants skips all of them (rq_qos_wants).
+  RqQos* qos = rq_qos_head(q);
+  if (qos && !rq_qos_wants(q, bio)) [[likely]]
+    qos = nullptr;
   if (use_cached) {
     rq = plug->cached_rqs.pop_front();
     rq_qos_throttle(qos, q, bio);  // blk_mq_use_cached_rq
@@ -296,8 +299,10 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     }
   }
   trace_bio(q, bio, blktrace::kGetRq);
-  if (qos) [[unlikely]]
+  if (qos) [[unlikely]] {
+    rq->rq_qos_seen = 1;  // issue, requeue and done follow
     rq_qos_track_slow(qos, rq, bio);
+  }
   bio_to_request(rq, bio, nr_segs);
   if ((bio->op == ReqOp::flush || (bio->flags & (kBioPreflush | kBioFua))) && insert_flush(rq)) return;
 

@@ -149,6 +149,7 @@ void init_rq(AllocData& d, Tags* tags, int tag) {
   rq->timed_out.store(0, std::memory_order_relaxed);
   rq->acct.store(0, std::memory_order_relaxed);
   rq->flush_seq = 0;
+  rq->rq_qos_seen = 0;
   rq->budget_token = -1;
   rq->bio = rq->biotail = nullptr;
   rq->data_len = 0;

@@ -7,6 +7,8 @@
 #include "core/core.h"
 #include "qos/rq_qos.h"
 
+extern const blkmq::base::Builtin<blkmq::RqQosType> blkmq_builtin_rq_qos_wbt;
+
 namespace blkmq {
 namespace {
 
@@ -15,10 +17,35 @@ Status check_rq_qos(const RqQosType& t) {
   return Status::OK();
 }
 
+// The built-in policies, listed here rather than in a generated table:
+// there is one (io.latency and io.cost will join it). Referring to the
+// entry links wbt.cc into any program that uses the chain.
+const base::Builtin<RqQosType>* const kBuiltins[] = {&blkmq_builtin_rq_qos_wbt};
+
 base::Registry<RqQosType>& policies() {
-  // No built-in policy yet: wbt, io.latency and io.cost will be the first.
-  static base::Registry<RqQosType> r("rq-qos policy", base::BuiltinTable<RqQosType>{}, &check_rq_qos);
+  static base::Registry<RqQosType> r("rq-qos policy", base::BuiltinTable<RqQosType>(kBuiltins), &check_rq_qos);
   return r;
+}
+
+// The union of the chain's filters, in rq_qos_want_'s layout (core.h).
+uint64_t chain_filter(const QueueImpl* q) {
+  uint64_t w = 0;
+  for (RqQos* r = q->rq_qos_.load(std::memory_order_acquire); r; r = r->next) {
+    const RqQosFilter& f = r->type->filter;
+    if (f.all) return uint64_t{0xff} << kRqQosWantOpsShift | 0xffffffffu;
+    w |= uint64_t{f.ops} << kRqQosWantOpsShift | f.flags;
+  }
+  return w;
+}
+
+// Replaces the filter bits of q's word, keeping the watch count that
+// policies' timers move at any time. The queue is frozen.
+void update_filter(QueueImpl* q) {
+  constexpr uint64_t kFilterMask = (uint64_t{1} << kRqQosWatchShift) - 1;
+  const uint64_t f = chain_filter(q);
+  uint64_t w = q->rq_qos_want_.load(std::memory_order_relaxed);
+  while (!q->rq_qos_want_.compare_exchange_weak(w, (w & ~kFilterMask) | f, std::memory_order_relaxed)) {
+  }
 }
 
 // The chain changes only with the queue frozen: no bio is between
@@ -64,6 +91,7 @@ Status rq_qos_add(Queue* qp, std::string_view name) {
     while (tail->next) tail = tail->next;
     tail->next = r;
   }
+  update_filter(q);
   return Status::OK();
 }
 
@@ -81,10 +109,23 @@ Status rq_qos_del(Queue* qp, std::string_view name) {
       while (head->next != r) head = head->next;
       head->next = r->next;
     }
+    update_filter(q);
   }
   if (t->ops.exit) t->ops.exit(r);
   delete r;
   return Status::OK();
+}
+
+RqQos* rq_qos_find_locked(Queue* qp, std::string_view name) {
+  const RqQosType* t = policies().find(name);
+  return t ? find_on(to_impl(qp), t) : nullptr;
+}
+
+void rq_qos_watch_all(RqQos* rqos, bool on) {
+  constexpr uint64_t kOne = uint64_t{1} << kRqQosWatchShift;
+  std::atomic<uint64_t>& w = to_impl(rqos->q)->rq_qos_want_;
+  if (on) w.fetch_add(kOne, std::memory_order_relaxed);
+  else w.fetch_sub(kOne, std::memory_order_relaxed);
 }
 
 std::vector<std::string> rq_qos_list(Queue* qp) {
@@ -124,7 +165,10 @@ void rq_qos_track_slow(RqQos* head, Request* rq, Bio* bio) { BLKMQ_RQ_QOS_WALK(t
 void rq_qos_merge_slow(RqQos* head, Request* rq, Bio* bio) { BLKMQ_RQ_QOS_WALK(merge, rq, bio); }
 void rq_qos_issue_slow(RqQos* head, Request* rq) { BLKMQ_RQ_QOS_WALK(issue, rq); }
 void rq_qos_requeue_slow(RqQos* head, Request* rq) { BLKMQ_RQ_QOS_WALK(requeue, rq); }
-void rq_qos_done_slow(RqQos* head, Request* rq) { BLKMQ_RQ_QOS_WALK(done, rq); }
+void rq_qos_done_slow(RqQos* head, Request* rq) {
+  BLKMQ_RQ_QOS_WALK(done, rq);
+  rq->rq_qos_seen = 0;  // a request the next bio makes starts unseen
+}
 
 void rq_qos_done_bio(Bio* bio) {
   QueueImpl* q = to_impl(bio->qos_queue);

@@ -1,8 +1,8 @@
 // The rq-qos chain (block/blk-rq-qos.h): per queue, an ordered list of
 // policies whose hooks the core calls where the kernel calls them. The core
-// reaches a policy only through these hooks (DESIGN.md). No policy is built
-// in yet (wbt, io.latency and io.cost come next); docs/QOS.md lists the
-// call sites.
+// reaches a policy only through these hooks (DESIGN.md). wbt is built in
+// (src/qos/wbt.cc); io.latency and io.cost come next. docs/QOS.md lists
+// the call sites.
 #pragma once
 
 #include <atomic>
@@ -50,6 +50,19 @@ struct RqQosOps {
   void (*exit)(RqQos* rqos) = nullptr;
 };
 
+// Which bios a policy needs to see (a blkmq addition, see docs/QOS.md,
+// "What a policy costs"). The core calls throttle, cleanup, track and merge
+// only for a bio that some policy on the chain wants, and issue, requeue
+// and done only for a request whose first bio was wanted. A bio is wanted
+// if its op is in `ops` (bit 1 << ReqOp), it has a flag in `flags`, or a
+// policy asked to see every bio for now (rq_qos_watch_all). done_bio
+// follows throttle and merge (the bio was marked there).
+struct RqQosFilter {
+  bool all = true;      // every bio, always (the kernel's behaviour)
+  uint8_t ops = 0;      // with all == false: these ops
+  uint32_t flags = 0;   // with all == false: bios with any of these BioFlags
+};
+
 // A policy kind, registered by name (the Registry<T> of elevators and
 // drivers). `init` sets up rqos->data for one queue; an error refuses the
 // add. Called with the queue frozen. Optional.
@@ -57,6 +70,7 @@ struct RqQosType {
   std::string name;
   RqQosOps ops;
   Status (*init)(RqQos* rqos) = nullptr;
+  RqQosFilter filter;
 };
 
 // One policy on one queue: a link of the queue's chain.
@@ -78,6 +92,15 @@ Status rq_qos_add(Queue* q, std::string_view name);
 Status rq_qos_del(Queue* q, std::string_view name);
 // The names of q's policies, in chain order. Task context.
 std::vector<std::string> rq_qos_list(Queue* q);
+// The policy of kind `name` on q's chain, nullptr if none. The caller
+// holds q's sysfs lock (QueueImpl::sysfs_lock_), under which the chain
+// changes. Task context.
+RqQos* rq_qos_find_locked(Queue* q, std::string_view name);
+// While on, every bio to rqos's queue is wanted (RqQosFilter), whatever
+// the filters say: for a policy that samples all I/O for a while (wbt's
+// window). Calls must pair: each on is undone by one off. Any context;
+// one atomic add.
+void rq_qos_watch_all(RqQos* rqos, bool on);
 // Calls every policy's queue_depth_changed (blk_set_queue_depth's hook).
 // Task context.
 void rq_qos_queue_depth_changed(Queue* q);

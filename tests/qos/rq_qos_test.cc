@@ -86,7 +86,9 @@ TEST(RqQos, HooksAreCalledWhereTheKernelCallsThem) {
   StubDriver d(StubDriver::Options{});
   Queue& q = d.q();
   ASSERT_TRUE(rq_qos_add(&q, "test-recorder").ok());
-  EXPECT_EQ(rq_qos_list(&q), (std::vector<std::string>{"test-recorder"}));
+  // wbt is on every queue by default (wbt_enable_default); the test's
+  // policy comes after it.
+  EXPECT_EQ(rq_qos_list(&q), (std::vector<std::string>{"wbt", "test-recorder"}));
   std::vector<uint8_t> buf(8192, 7);
   ASSERT_EQ(q.write_sync(buf.data(), 0, 4096), BlkStatus::ok);
   // done_bio when the bio ends (bio_endio), done when the request is freed.

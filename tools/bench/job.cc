@@ -288,8 +288,9 @@ inline void Job::fill_bio(IoUnit* u, bool write, uint32_t len) {
   blkmq::Bio& b = u->bio;
   blkmq::bio_reinit(&b);
   b.op = write ? blkmq::ReqOp::write : blkmq::ReqOp::read;
-  // Direct writes are REQ_SYNC in the kernel too (O_DIRECT from io_uring/psync).
-  b.flags = bio_flags_ | (write ? uint32_t{blkmq::kBioSync} : 0u);
+  // Direct writes are REQ_SYNC in the kernel too (O_DIRECT from io_uring/psync);
+  // direct=0 writes are the page cache's writeback, not sync.
+  b.flags = bio_flags_ | (write ? (spec_.writeback ? uint32_t{blkmq::kBioWriteback} : uint32_t{blkmq::kBioSync}) : 0u);
   b.ioprio = ioprio_;
   b.sector = u->offset >> blkmq::kSectorShift;
   b.size = len;

@@ -479,6 +479,14 @@ bool forward_buffered(BenchConfig& cfg, std::string_view key, std::string_view v
 }  // namespace
 
 Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::string_view value) {
+  // fio's direct=0 (buffered I/O): the job's writes are marked as the
+  // page cache's writeback (kBioWriteback), which wbt may throttle. Then
+  // as before: a driver with a `direct` parameter gets it too.
+  if (key == "direct") {
+    bool direct = true;
+    if (Status st = set_bool("direct", value, &direct); !st) return st;
+    job.writeback = !direct;
+  }
   if (const OptionDef* d = find_option(key)) {
     Status st = d->apply(cfg, job, value);
     if (st) job.given.emplace_back(d->name, std::string(value));
@@ -495,7 +503,7 @@ Status apply_option(BenchConfig& cfg, JobSpec& job, std::string_view key, std::s
   }
   if (is_ignored_fio_option(key)) {
     std::vector<std::string>& ig = cfg.ignored_options;
-    if (std::find(ig.begin(), ig.end(), key) == ig.end()) ig.emplace_back(key);
+    if (key != "direct" && std::find(ig.begin(), ig.end(), key) == ig.end()) ig.emplace_back(key);
     job.given.emplace_back(std::string(key), std::string(value));
     return Status::OK();
   }
@@ -590,8 +598,10 @@ void register_options(CLI::App& app, CliKeys& k, const std::string& driver,
   }
   for (const char* const* name = kIgnoredFioOptions; *name; ++name) {
     if (app.get_option_no_throw(std::string("--") + *name) != nullptr) continue;  // a driver parameter
+    const bool direct = std::string_view(*name) == "direct";
     CLI::Option* o = app.add_flag(std::string("--") + *name + "{1}", *new_sink(k),
-                                  "fio option accepted and ignored (no meaning for this driver)")
+                                  direct ? "0: writes are page-cache writeback, which wbt may throttle (default 1)"
+                                         : "fio option accepted and ignored (no meaning for this driver)")
                          ->group("fio compatibility (ignored)")
                          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     k.key[o] = *name;

@@ -82,6 +82,9 @@ struct JobSpec {
   uint64_t ramp_ns = 0;
   IoEngine ioengine = IoEngine::io_uring;
   bool hipri = false;
+  // fio's direct=0: writes are page-cache writeback (kBioWriteback, what
+  // wbt throttles); the default, direct=1, submits them as O_DIRECT does.
+  bool writeback = false;
   int prio = -1;                     // -1: not given
   int prioclass = -1;
   int cgroup_weight = -1;            // 1..1000, the job thread's IoContext weight (bfq); -1: not given

@@ -100,6 +100,12 @@ struct alignas(64) Request {
   // ---- the flush machinery's (core): PREFLUSH/DATA/POSTFLUSH steps done,
   // and the end_io it replaced ----
   uint8_t flush_seq = 0;
+  // ---- the rq-qos chain's (src/qos/rq_qos.h): rq_qos_seen says the bio
+  // that made the request passed the chain's filter, so its issue,
+  // requeue and done hooks run (the core's); wbt_flags is wbt's, as the
+  // kernel's rq->wbt_flags ----
+  uint8_t rq_qos_seen = 0;
+  uint8_t wbt_flags = 0;
   bool (*flush_saved_end_io)(Request* rq, BlkStatus st) = nullptr;
 
   uint64_t end_sector() const { return sector + (data_len >> kSectorShift); }

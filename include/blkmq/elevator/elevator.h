@@ -86,6 +86,10 @@ struct ElevatorType {
   ElevatorOps ops;
   std::vector<ElvAttr> attrs;
   bool queue_wide = false;     // QUEUE_FLAG_SQ_SCHED: one scheduler for all hctxs
+  // ELEVATOR_FLAG_DISABLE_WBT: while this scheduler is attached, wbt is
+  // off unless queue/wbt_lat_usec was set by hand (bfq: it does its own
+  // write throttling).
+  bool disable_wbt = false;
 };
 
 // Per-queue elevator instance.

@@ -528,6 +528,7 @@ ElevatorType make_type() {
   ElevatorType t;
   t.name = "bfq";
   t.queue_wide = true;
+  t.disable_wbt = true;  // bfq_init_queue's wbt_disable_default
   ElevatorOps& o = t.ops;
   o.init_sched = bfq_init_sched;
   o.exit_sched = bfq_exit_sched;
