@@ -84,6 +84,10 @@ struct Bio {
   // BIO_QOS_THROTTLED and BIO_QOS_MERGED): its done_bio hooks run when it
   // ends. nullptr when no policy is set.
   Queue* qos_queue = nullptr;
+  // When io.latency's throttle first saw the bio (the kernel's bi_issue),
+  // on the queue's clock; 0 when it did not. Its done_bio reads it and
+  // sets it back to 0.
+  uint64_t issue_ns = 0;
 
   uint64_t end_sector() const { return sector + (size >> kSectorShift); }
 };

@@ -7,6 +7,7 @@
 #include "core/core.h"
 #include "core/trace.h"
 #include "qos/blkcg.h"
+#include "qos/iolatency.h"
 #include "qos/wbt.h"
 
 namespace blkmq {
@@ -346,6 +347,7 @@ Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view va
     // As sysfs takes what `echo` writes: the newline and blanks around it.
     return a.store(q, trim(value));
   }
+  if (iolatency_attr_is(path)) return iolatency_attr_store(q, path, trim(value));
   if (path.substr(0, 3) == "mq/" || path.substr(0, kCgroup.size()) == kCgroup)
     return Status::invalid(std::string(path) + ": read-only attribute");
   if (const DriverAttr* d = find_driver_attr(q, path)) {
@@ -368,6 +370,7 @@ Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path) {
     std::lock_guard<std::mutex> g(const_cast<QueueImpl*>(q)->sysfs_lock_);
     return a.show(q);
   }
+  if (iolatency_attr_is(path)) return iolatency_attr_show(q, path);
   if (path.substr(0, kCgroup.size()) == kCgroup) return blkcg_attr_show(q, path.substr(kCgroup.size()));
   if (path.substr(0, 3) == "mq/") {
     // The hctxs stay while an update of the hw queues cannot run.
@@ -399,6 +402,7 @@ std::vector<std::string> queue_attr_names(const QueueImpl* q) {
   // cgroup/<group>/io.stat for every group: the tree is process-wide, so
   // every queue lists every group, as every cgroup has every device's line.
   for (std::string& n : blkcg_attr_names()) v.push_back(std::move(n));
+  for (std::string& n : iolatency_attr_names()) v.push_back(std::move(n));
   return v;
 }
 

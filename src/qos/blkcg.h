@@ -18,6 +18,7 @@
 namespace blkmq {
 
 class QueueImpl;
+struct IolatGrp;
 
 // io.stat's three kinds (blk_cgroup_io_type): discards, other writes
 // (flushes and zeroing included), reads.
@@ -53,6 +54,9 @@ struct Blkg {
   // as the kernel's rstat flush does when a blkg dies).
   std::atomic<uint64_t> bytes[kIostatNr] = {};
   std::atomic<uint64_t> ios[kIostatNr] = {};
+  // io.latency's state on this queue (src/qos/iolatency.cc), made when
+  // the policy first sees the blkg, freed with it or with the policy.
+  std::atomic<IolatGrp*> iolat{nullptr};
 };
 
 // The kind of I/O a bio counts as in io.stat. Pure.
@@ -93,6 +97,10 @@ inline void blkcg_bio_end(Bio* bio) {
 // counts into its parent's (the kernel flushes a dying blkg's stats up).
 // The caller then drops the link's reference. Under the tree mutex.
 void blkg_unlink_locked(Blkg* b);
+// g's blkg on q, made (with its ancestors') if no bio made it yet: a
+// policy's configuration lives there (blkg_conf_prep). Valid while the
+// tree mutex is held, which the caller holds; g is online, not the root.
+Blkg* blkg_conf_get_locked(QueueImpl* q, IoGroup* g);
 // Unlinks every blkg of q (blkcg_exit_disk). Queue teardown, after the
 // last bio ended.
 void blkcg_exit_queue(QueueImpl* q);

@@ -8,6 +8,7 @@
 
 #include "core/core.h"
 #include "qos/blkcg.h"
+#include "qos/iolatency.h"
 
 namespace blkmq {
 namespace {
@@ -101,12 +102,14 @@ void blkg_put(Blkg* b) {
   while (b && b->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     Blkg* parent = b->parent;
     io_group_put(b->group);
+    iolatency_blkg_free(b);
     delete b;
     b = parent;
   }
 }
 
 void blkg_unlink_locked(Blkg* b) {
+  iolatency_blkg_offline(b);
   b->online = false;
   IoGroup* g = b->group;
   g->blkg_lock.lock();
@@ -121,6 +124,8 @@ void blkg_unlink_locked(Blkg* b) {
     }
   }
 }
+
+Blkg* blkg_conf_get_locked(QueueImpl* q, IoGroup* g) { return blkg_create_locked(q, g); }
 
 void blkcg_exit_queue(QueueImpl* q) {
   std::unique_lock<std::mutex> l(blkcg_tree_lock());
