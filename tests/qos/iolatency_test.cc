@@ -377,7 +377,7 @@ TEST(IoLatency, WhenMissesStopThePeerScalesBackToUnlimited) {
   ASSERT_EQ(s.peer_info().max_depth, 1u);
   // A fast device for the protected group; the peer's requests are slow,
   // so it does few of them.
-  s.set_model([](bool prot, size_t) { return prot ? 1 * kMs : 100 * kMs; });
+  s.set_model([](bool prot, size_t) { return prot ? 1500 * kUs : 100 * kMs; });
   const IolatencyInfo before = s.prot_info();
   std::vector<unsigned> depths{1};
   ASSERT_TRUE(s.run_until(s.now() + 30000 * kMs, [&] {
@@ -470,9 +470,9 @@ TEST(IoLatencyConcurrency, TargetsChangeWhileIoRunsAndTheQueueGoes) {
     int submitted = 0;  // read once its thread is joined
   };
   std::vector<std::unique_ptr<Sub>> state;
+  for (size_t i = 0; i < paths.size(); i++) state.push_back(std::make_unique<Sub>());
   std::vector<std::thread> subs;
   for (size_t i = 0; i < paths.size(); i++) {
-    state.push_back(std::make_unique<Sub>());
     subs.emplace_back([&, i] {
       Sub& me = *state[i];
       EXPECT_TRUE(io_context_set_group(current_io_context(), group(paths[i])).ok());
