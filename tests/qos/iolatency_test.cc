@@ -165,11 +165,15 @@ class Sim {
   static constexpr unsigned kPeerWant = 62;  // the peer never waits for a tag
   static constexpr uint64_t kTarget = 2 * kMs;
 
-  explicit Sim(const std::string& root) : prot_path_(root + "/prot"), peer_path_(root + "/peer") {
+  // rotational: the device's queue/rotational, which makes a window miss
+  // by its mean latency rather than by the share of bios that missed.
+  explicit Sim(const std::string& root, bool rotational = false)
+      : prot_path_(root + "/prot"), peer_path_(root + "/peer") {
     StubDriver::Options o;
     o.mode = CompleteMode::never;
     o.runtime = &rt_;
     o.depth = kDepth;
+    o.rotational = rotational;
     d_ = std::make_unique<StubDriver>(o);
     prot_ioc_ = acquire_io_context();
     EXPECT_TRUE(io_context_set_group(prot_ioc_, group(prot_path_)).ok());
@@ -320,10 +324,14 @@ std::vector<DepthChange> drive_down(Sim& s) {
 // target: under 10 % of its bios miss, where all did at the start. After
 // 500 ms of good windows the kernel's algorithm probes upwards (+4, a
 // sixteenth of the queue depth), misses and halves again: the peer stays
-// at 5 or below.
-TEST(IoLatency, APeerOfAGroupMissingItsTargetHalvesPerScaleEvent) {
-  Watchdog w("IoLatency.APeerOfAGroupMissingItsTargetHalvesPerScaleEvent", std::chrono::seconds(60));
-  Sim s("/iolat-fig");
+// at 5 or below. The same on a non-rotational device (a window misses when
+// a tenth of its bios did) and a rotational one (when their mean did).
+class IoLatencyFigure : public ::testing::TestWithParam<bool> {};
+
+
+TEST_P(IoLatencyFigure, APeerOfAGroupMissingItsTargetHalvesPerScaleEvent) {
+  Watchdog w("IoLatencyFigure.APeerOfAGroupMissingItsTargetHalvesPerScaleEvent", std::chrono::seconds(60));
+  Sim s("/iolat-fig", GetParam());
   ASSERT_EQ(rq_qos_list(&s.q()), std::vector<std::string>{"latency"}) << "the first target adds the policy";
   struct Bucket {
     uint64_t samples = 0, missed = 0;
@@ -365,6 +373,9 @@ TEST(IoLatency, APeerOfAGroupMissingItsTargetHalvesPerScaleEvent) {
   EXPECT_LT(one.missed * 10, one.samples) << one.missed << " of " << one.samples << " missed beside the peer at depth 1";
   EXPECT_EQ(s.prot_info().max_depth, UINT_MAX) << "the protected group itself is never scaled";
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, IoLatencyFigure, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "rotational" : "ssd"; });
 
 // Recovery: once the protected group's windows pass without misses, it
 // raises the cookie every 500 ms (by one while more than a queue depth
