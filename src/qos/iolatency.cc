@@ -534,7 +534,8 @@ Result<uint64_t> parse_target(std::string_view path, std::string_view value) {
   if (i == std::string_view::npos) return base::invalid_value(name, value, "is empty", expected);
   value.remove_prefix(i);
   value = value.substr(0, value.find_last_not_of(" \t\n") + 1);
-  if (const size_t sp = value.find(' '); sp != std::string_view::npos && value.substr(0, sp).find(':') != std::string_view::npos) {
+  const size_t sp = value.find(' ');
+  if (sp != std::string_view::npos && value.substr(0, sp).find(':') != std::string_view::npos) {
     const std::string_view dev = value.substr(0, sp);
     const size_t colon = dev.find(':');
     if (!base::parse_uint(name, dev.substr(0, colon)).ok() || !base::parse_uint(name, dev.substr(colon + 1)).ok())

@@ -370,7 +370,8 @@ TEST_P(IoLatencyFigure, APeerOfAGroupMissingItsTargetHalvesPerScaleEvent) {
   ASSERT_GT(deep.samples, 0u);
   EXPECT_EQ(deep.missed, deep.samples) << "every protected bio missed beside the unlimited peer";
   ASSERT_GT(one.samples, 100u);
-  EXPECT_LT(one.missed * 10, one.samples) << one.missed << " of " << one.samples << " missed beside the peer at depth 1";
+  EXPECT_LT(one.missed * 10, one.samples)
+      << one.missed << " of " << one.samples << " missed beside the peer at depth 1";
   EXPECT_EQ(s.prot_info().max_depth, UINT_MAX) << "the protected group itself is never scaled";
 }
 
@@ -446,6 +447,45 @@ TEST(IoLatency, TheFileFormatAndThePolicyAddedOnFirstTarget) {
   EXPECT_TRUE(io_group_remove("/iolat-file").ok());
 }
 
+// A submitter of the threaded test: its tracker and its bios in flight
+// outlive its thread, so the queue goes with its last round in flight.
+struct RoundSubmitter {
+  static constexpr int kRound = 16;
+  BioTracker t;
+  std::vector<std::unique_ptr<BioTracker::Slot>> prev, cur;
+  int submitted = 0;  // read once its thread is joined
+
+  // Rounds of kRound writes in `path`, each after the rounds before the
+  // last ended, until `enough` (and at least 4).
+  void run(Queue& q, const std::string& path, unsigned id, const std::atomic<bool>& enough) {
+    EXPECT_TRUE(io_context_set_group(current_io_context(), group(path)).ok());
+    for (int r = 0; !enough.load() || r < 4; r++) {
+      for (int n = 0; n < kRound; n++) {
+        cur.push_back(t.make(ReqOp::write, (uint64_t(id) << 24) + (uint64_t(n) << 12), 4096));
+        q.submit_bio(&cur.back()->bio);
+      }
+      submitted += kRound;
+      EXPECT_TRUE(t.wait_for(r * kRound)) << "the rounds before this one";
+      prev = std::exchange(cur, {});
+    }
+    EXPECT_TRUE(io_context_set_group(current_io_context(), nullptr).ok());
+  }
+};
+
+// Sets and removes /iolat-mt/c/d's target and reads every group's file
+// until `stop`; sets `scaled` once /iolat-mt/b's depth was cut.
+void churn_targets(Queue& q, const std::vector<std::string>& paths, const std::atomic<bool>& stop,
+                   std::atomic<bool>& scaled) {
+  for (unsigned i = 0; !stop.load(); i++) {
+    const std::string v = i % 3 ? "target=" + std::to_string(i % 50) : "target=max";
+    EXPECT_TRUE(q.set_attr("cgroup/iolat-mt/c/d/io.latency", v).ok());
+    for (const std::string& p : paths) (void)q.attr("cgroup" + p + "/io.latency");
+    IolatencyInfo b;
+    if (iolatency_info(&q, "/iolat-mt/b", &b).ok() && b.max_depth < UINT_MAX) scaled.store(true);
+    std::this_thread::yield();
+  }
+}
+
 // Real threads: /a has a 1 us target it always misses on the stub's
 // irq-thread completions, so its peers /b and /c are scaled down (their
 // submitters sleep in throttle), while another thread sets and removes
@@ -462,57 +502,24 @@ TEST(IoLatencyConcurrency, TargetsChangeWhileIoRunsAndTheQueueGoes) {
   Queue& q = d->q();
   const std::vector<std::string> paths = {"/iolat-mt/a", "/iolat-mt/b", "/iolat-mt/c/d"};
   ASSERT_TRUE(q.set_attr("cgroup/iolat-mt/a/io.latency", "target=1").ok());
-  constexpr int kRound = 16;
   std::atomic<bool> stop{false}, scaled{false};
-  std::atomic<int> submitted{0}, ended{0}, doubles{0};
-  std::thread conf([&] {
-    for (unsigned i = 0; !stop.load(); i++) {
-      EXPECT_TRUE(q.set_attr("cgroup/iolat-mt/c/d/io.latency", i % 3 ? "target=" + std::to_string(i % 50) : "target=max").ok());
-      for (const std::string& p : paths) (void)q.attr("cgroup" + p + "/io.latency");
-      IolatencyInfo b;
-      if (iolatency_info(&q, "/iolat-mt/b", &b).ok() && b.max_depth < UINT_MAX) scaled.store(true);
-      std::this_thread::yield();
-    }
-  });
-  // Each submitter's tracker and its bios in flight outlive its thread.
-  struct Sub {
-    BioTracker t;
-    std::vector<std::unique_ptr<BioTracker::Slot>> prev, cur;
-    int submitted = 0;  // read once its thread is joined
-  };
-  std::vector<std::unique_ptr<Sub>> state;
-  for (size_t i = 0; i < paths.size(); i++) state.push_back(std::make_unique<Sub>());
-  std::vector<std::thread> subs;
-  for (size_t i = 0; i < paths.size(); i++) {
-    subs.emplace_back([&, i] {
-      Sub& me = *state[i];
-      EXPECT_TRUE(io_context_set_group(current_io_context(), group(paths[i])).ok());
-      for (int r = 0; !scaled.load() || r < 4; r++) {
-        for (int n = 0; n < kRound; n++) {
-          me.cur.push_back(me.t.make(ReqOp::write, (uint64_t(i) << 24) + (uint64_t(n) << 12), 4096));
-          q.submit_bio(&me.cur.back()->bio);
-        }
-        submitted.fetch_add(kRound);
-        me.submitted += kRound;
-        EXPECT_TRUE(me.t.wait_for(r * kRound)) << "the rounds before this one";
-        me.prev = std::exchange(me.cur, {});
-      }
-      EXPECT_TRUE(io_context_set_group(current_io_context(), nullptr).ok());
-    });
-  }
-  for (std::thread& th : subs) th.join();
+  std::thread conf([&] { churn_targets(q, paths, stop, scaled); });
+  std::vector<std::unique_ptr<RoundSubmitter>> subs;
+  for (size_t i = 0; i < paths.size(); i++) subs.push_back(std::make_unique<RoundSubmitter>());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < paths.size(); i++)
+    threads.emplace_back([&, i] { subs[i]->run(q, paths[i], unsigned(i), scaled); });
+  for (std::thread& th : threads) th.join();
   stop.store(true);
   conf.join();
   d.reset();  // teardown waits for every bio still in flight
-  for (auto& st : state) {
-    ASSERT_TRUE(st->t.wait_for(st->submitted));
-    ended.fetch_add(st->t.ended.load());
-    doubles.fetch_add(st->t.doubles.load());
-    EXPECT_EQ(st->t.errors.load(), 0);
-  }
-  EXPECT_EQ(ended.load(), submitted.load()) << "every bio ended";
-  EXPECT_EQ(doubles.load(), 0) << "and only once";
   EXPECT_TRUE(scaled.load());
+  for (auto& sub : subs) {
+    ASSERT_TRUE(sub->t.wait_for(sub->submitted));
+    EXPECT_EQ(sub->t.ended.load(), sub->submitted) << "every bio ended";
+    EXPECT_EQ(sub->t.doubles.load(), 0) << "and only once";
+    EXPECT_EQ(sub->t.errors.load(), 0);
+  }
   for (const char* p : {"/iolat-mt/c/d", "/iolat-mt/c", "/iolat-mt/b", "/iolat-mt/a", "/iolat-mt"})
     EXPECT_TRUE(io_group_remove(p).ok()) << p;
 }
