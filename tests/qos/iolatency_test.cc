@@ -191,6 +191,7 @@ class Sim {
       auto* s = static_cast<Sim*>(b->private_data);
       s->prot_out_ = false;
       s->prot_ended_++;
+      s->prot_next_ = s->now() + s->prot_think_ns_;
     };
   }
   ~Sim() {
@@ -209,6 +210,11 @@ class Sim {
   IolatencyInfo peer_info() { return info(q(), peer_path_); }
   IolatencyInfo prot_info() { return info(q(), prot_path_); }
   void set_model(Model m) { model_ = std::move(m); }
+  // The protected group waits this long after each bio before the next
+  // (0: at once): fewer steps where many samples are not the point.
+  void set_think(uint64_t ns) { prot_think_ns_ = ns; }
+  // The grid the peer's requests end on.
+  void set_peer_grid(uint64_t ns) { peer_grid_ns_ = ns; }
   uint64_t tags_busy() { return std::stoull(*q().attr("mq/0/tags_busy")); }
 
   // One step: everyone settles, the protected group resubmits, the clock
@@ -216,7 +222,7 @@ class Sim {
   // the peer did not settle (a hang: the test fails).
   bool step() {
     if (!settle()) return false;
-    if (!prot_out_) {
+    if (!prot_out_ && now() >= prot_next_) {
       prot_out_ = true;
       prot_submitted_++;
       bio_reinit(&prot_bio_);
@@ -225,6 +231,7 @@ class Sim {
     collect();
     uint64_t next = UINT64_MAX;
     for (const Held& h : dev_) next = std::min(next, h.due);
+    if (!prot_out_) next = std::min(next, prot_next_);
     if (next == UINT64_MAX) return false;
     if (next > now()) rt_.advance(next - now());
     finish_due();
@@ -268,9 +275,9 @@ class Sim {
       const bool prot = rq->bio && rq->bio->ioc == prot_ioc_;
       dev_.push_back({rq, 0});
       uint64_t due = now() + model_(prot, dev_.size());
-      // The peer's requests end on a 10 ms grid: fewer steps, each a
-      // hand-off to its thread.
-      if (!prot) due = (due + 10 * kMs - 1) / (10 * kMs) * (10 * kMs);
+      // The peer's requests end on a grid (10 ms unless set): fewer
+      // steps, each a hand-off to its thread.
+      if (!prot) due = (due + peer_grid_ns_ - 1) / peer_grid_ns_ * peer_grid_ns_;
       dev_.back().due = due;
     }
   }
@@ -295,6 +302,8 @@ class Sim {
   iovec prot_v_;
   uint8_t prot_buf_[4096];
   bool prot_out_ = false;
+  uint64_t prot_think_ns_ = 0, prot_next_ = 0;
+  uint64_t peer_grid_ns_ = 10 * kMs;
   uint64_t prot_submitted_ = 0, prot_ended_ = 0;
   unsigned waiting_seen_ = 0;
 };
@@ -390,6 +399,8 @@ TEST(IoLatency, WhenMissesStopThePeerScalesBackToUnlimited) {
   // A fast device for the protected group; the peer's requests are slow,
   // so it does few of them.
   s.set_model([](bool prot, size_t) { return prot ? 1500 * kUs : 100 * kMs; });
+  s.set_think(8500 * kUs);  // a protected bio every 10 ms: 10 a window, enough
+  s.set_peer_grid(50 * kMs);
   const IolatencyInfo before = s.prot_info();
   std::vector<unsigned> depths{1};
   ASSERT_TRUE(s.run_until(s.now() + 30000 * kMs, [&] {
