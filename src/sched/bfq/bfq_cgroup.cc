@@ -137,6 +137,7 @@ BfqGroup* group_for(BfqData* bfqd, IoGroup* iog) {
 
 void queue_set_group(BfqData* bfqd, BfqQueue* q, BfqGroup* g) {
   q->bfqg = g;
+  q->iog = g->iog;
   q->parent = g == &bfqd->root ? nullptr : g;
   q->sd = &g->own;
   group_get(bfqd, g);

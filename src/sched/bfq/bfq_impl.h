@@ -71,7 +71,8 @@ constexpr uint64_t kDefaultFifoExpireSyncNs = 125 * kMs;   // bfq_fifo_expire[1]
 constexpr uint64_t kDefaultBackMaxKib = 16 * 1024;         // bfq_back_max
 constexpr unsigned kDefaultBackPenalty = 2;                // bfq_back_penalty
 constexpr uint64_t kDefaultTimeoutNs = 125 * kMs;          // bfq_timeout: HZ / 8
-constexpr uint64_t kQueueFreeGraceNs = kWrMinIdleTimeNs;  // see BfqData::sweep
+constexpr uint64_t kQueueFreeGraceNs = kWrMinIdleTimeNs;  // see sweep (bfq_queue.cc)
+constexpr uint64_t kSweepIntervalNs = 100 * kMs;          // how often dispatch looks for unused queues
 // Peak-rate estimation (bfq_update_peak_rate). Rates are in sectors per
 // microsecond << kRateShift; index 0 is a rotational device, 1 not.
 constexpr unsigned kRateShift = 16;                   // BFQ_RATE_SHIFT
@@ -125,17 +126,18 @@ struct SchedData {
 // Queue identity: sync queues are per context (moved when the context
 // changes group, bfq_bic_update_cgroup); async queues are shared by every
 // context of one group with the same ioprio (class, level) and weight, as
-// the kernel's per-group async queues.
+// the kernel's per-group async queues. An async queue of a group other
+// than the root is told apart by its group's address with the top bit set
+// in place of the context id (context ids never reach 2^63), so the flat
+// case hashes and compares what it did before groups.
 struct QKey {
-  uint64_t ioc_id;   // sync: the context; async: 0
+  uint64_t ioc_id;   // sync: the context; async: 0 (root) or kGroupTag | group
   uint32_t async;    // async: weight << 16 | ioprio; sync: 0
-  const IoGroup* group;  // async: its group (nullptr: the root); sync: nullptr
-  bool operator==(const QKey& o) const { return ioc_id == o.ioc_id && async == o.async && group == o.group; }
+  bool operator==(const QKey& o) const { return ioc_id == o.ioc_id && async == o.async; }
 };
+constexpr uint64_t kGroupTag = uint64_t{1} << 63;
 struct QKeyHash {
-  size_t operator()(const QKey& k) const {
-    return std::hash<uint64_t>()(k.ioc_id * 0x9e3779b97f4a7c15ull ^ k.async ^ reinterpret_cast<uintptr_t>(k.group));
-  }
+  size_t operator()(const QKey& k) const { return std::hash<uint64_t>()(k.ioc_id * 0x9e3779b97f4a7c15ull ^ k.async); }
 };
 
 // A B-WF2Q+ entity (bfq_entity): a queue, or a group's entity in its
@@ -187,6 +189,7 @@ struct BfqQueue : BfqEntity {
   QKey key{};
   bool sync = true;
   BfqGroup* bfqg = nullptr;    // its group (referenced unless the root)
+  const IoGroup* iog = nullptr;  // bfqg->iog, read on every insert
   bool in_groups_pending = false;  // counted in bfqg->queues_pending
   uint64_t last_charge = 0;    // service charged for the last slot (introspection)
 

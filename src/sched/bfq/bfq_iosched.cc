@@ -324,7 +324,8 @@ Request* bfq_dispatch_request(HwCtx* hctx) {
   bfqd->lock.lock();
   drain_pending_locked(bfqd, now, &free);
   Request* rq = dispatch_locked(bfqd, now);
-  sweep(bfqd, now, false);
+  // Inline, as it always was: the check is most of a dispatch's sweeps.
+  if (now >= bfqd->last_sweep + kSweepIntervalNs) [[unlikely]] sweep(bfqd, now, false);
   bfqd->lock.unlock();
   free_requests(&free);
   return rq;
@@ -350,18 +351,21 @@ bool bfq_bio_merge(Queue* q, Bio* bio, unsigned nr_segs) {
 }
 
 // A bio may only join a request of the queue it would go to
-// (bfq_allow_bio_merge): same context, same sync-ness, same group.
+// (bfq_allow_bio_merge): same context, same sync-ness, same group. On
+// one queue the same group means the same charge (blkg), or none for both.
 bool bfq_allow_merge(Queue*, Request* rq, const Bio* bio) {
   const IoContext* ioc = bio->ioc ? bio->ioc : current_io_context();
-  return rq->ioc == ioc && rq_is_sync(rq) == bio_is_sync(bio) && rq_group(rq) == bio_group(bio);
+  return rq->ioc == ioc && rq_is_sync(rq) == bio_is_sync(bio) && rq->bio->blkg == bio->blkg;
 }
 
 // Front-merge lookup in the bio's own queue. Main lock held.
 ElvMerge bfq_request_merge(Queue* q, Request** rq, const Bio* bio) {
   BfqData* bfqd = bfqd_of(q);
   const IoContext* ioc = bio->ioc ? bio->ioc : current_io_context();
-  BfqQueue* bq = find_queue(bfqd, ioc, bio_is_sync(bio), bio_group(bio));
-  if (bq && bq->bfqg->iog != bio_group(bio)) return ElvMerge::none;  // moved: its queue follows at insert
+  // A context that moved group meanwhile finds its old queue; the
+  // core's allow_merge check then refuses the merge.
+  const bool sync = bio_is_sync(bio);
+  BfqQueue* bq = find_queue(bfqd, ioc, sync, sync ? nullptr : bio_group(bio));  // sync: one queue per context
   if (!bq) return ElvMerge::none;
   const uint64_t end = bio->end_sector();
   Request* found = bq->sort.lower_bound(end);

@@ -42,8 +42,8 @@ uint64_t serv_to_charge(const Request* rq, const BfqQueue* q) {
 uint64_t budget_left(const BfqQueue* q) { return q->budget > q->service ? q->budget - q->service : 0; }
 
 QKey key_for(const IoContext* ioc, bool sync, const IoGroup* g) {
-  if (sync) return QKey{ioc->id, 0, nullptr};
-  return QKey{0, (uint32_t{ioc->weight} << 16) | ioc->ioprio, g};
+  if (sync) return QKey{ioc->id, 0};
+  return QKey{g ? kGroupTag | reinterpret_cast<uintptr_t>(g) : 0, (uint32_t{ioc->weight} << 16) | ioc->ioprio};
 }
 
 BfqQueue* find_queue(BfqData* bfqd, const IoContext* ioc, bool sync, const IoGroup* g) {
@@ -69,7 +69,7 @@ BfqQueue* get_queue(BfqData* bfqd, const IoContext* ioc, bool sync, IoGroup* g, 
       check_prio_change(q, ioc);
       // The context moved to another group since its last request
       // (bfq_bic_update_cgroup): its queue follows it.
-      if (q->bfqg->iog != g) [[unlikely]] move_queue(bfqd, q, group_for(bfqd, g), now);
+      if (q->iog != g) [[unlikely]] move_queue(bfqd, q, group_for(bfqd, g), now);
     }
     return q;
   }
@@ -121,7 +121,7 @@ void free_queue(BfqData* bfqd, BfqQueue* q) {
 // A removed group's unused queues go at once: no request can come back to
 // them (a context left the group before it could be removed).
 void sweep(BfqData* bfqd, uint64_t now, bool all) {
-  if (!all && now < bfqd->last_sweep + 100 * kMs) return;
+  if (!all && now < bfqd->last_sweep + kSweepIntervalNs) return;
   bfqd->last_sweep = now;
   if (!bfqd->groups.empty()) sweep_groups(bfqd);
   for (auto it = bfqd->queues.begin(); it != bfqd->queues.end();) {

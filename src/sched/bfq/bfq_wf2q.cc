@@ -242,15 +242,21 @@ void deactivate_entity(BfqData*, BfqQueue* bfqq, bool in_service) {
   for (BfqEntity* e = bfqq->parent; e && !e->my_sd->busy(); e = e->parent) deactivate_one(e, false);
 }
 
+namespace {
+void served_one(BfqEntity* e, uint64_t sectors) {
+  e->service += sectors;
+  ServiceTree* st = &e->sd->st[e->tree_cls];
+  if (st->wsum) st->vtime += delta(sectors, st->wsum);
+  forget_idle(st);
+}
+}  // namespace
+
 void entity_served(BfqData*, BfqQueue* bfqq, uint64_t sectors) {
   // bfq_bfqq_served: the service counts at every level, for the queue's
   // slot and its ancestors' virtual times alike.
-  for (BfqEntity* e = bfqq; e; e = e->parent) {
-    e->service += sectors;
-    ServiceTree* st = &e->sd->st[e->tree_cls];
-    if (st->wsum) st->vtime += delta(sectors, st->wsum);
-    forget_idle(st);
-  }
+  served_one(bfqq, sectors);
+  if (bfqq->parent) [[unlikely]]
+    for (BfqEntity* e = bfqq->parent; e; e = e->parent) served_one(e, sectors);
 }
 
 BfqQueue* get_next_queue(BfqData* bfqd, uint64_t now) {
