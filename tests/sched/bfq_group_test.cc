@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,6 +113,31 @@ TEST_P(BfqGroupShares, TwoGroupsByWeight) {
 INSTANTIATE_TEST_SUITE_P(Modes, BfqGroupShares,
                          ::testing::Values(BfqInsert::locked, BfqInsert::split, BfqInsert::split_parked),
                          bfq_mode_name);
+
+// Seeky readers too: random 4 KiB reads, charged by time when their slots
+// are short (bfq_bfqq_charge_time), still share by their groups' weights.
+TEST(BfqGroup, SeekyReadersShareByGroupWeight) {
+  RemoveGroups rm{{"/bfqg_s1", "/bfqg_s3"}};
+  BfqSim sim;
+  quick(sim);
+  GroupCtx a("/bfqg_s1", 100), b("/bfqg_s3", 300);
+  std::mt19937 rng(5);
+  auto one = [&](IoContext* c, uint64_t base) { sim.submit(c, base + (rng() % 4000) * 8, 8); };
+  for (int i = 0; i < 8; i++) {
+    one(a.ioc.get(), 0);
+    one(b.ioc.get(), 40000);
+  }
+  std::map<const IoContext*, uint64_t> served;
+  for (int i = 0; i < 4000; i++) {
+    auto [ctx, sectors] = sim.serve_one(100);
+    ASSERT_NE(ctx, nullptr) << i;
+    served[ctx] += sectors;
+    one(const_cast<IoContext*>(ctx), ctx == a.ioc.get() ? 0 : 40000);
+  }
+  const double sa = share(served, a.ioc.get());
+  std::printf("[          ] seeky groups 100:300 -> %.3f:%.3f\n", sa, 1 - sa);
+  EXPECT_NEAR(sa, 0.25, 0.05);
+}
 
 // /a (300) with two children of equal weight, /b (100): /a's 75 % splits
 // evenly, 37.5 % each.
