@@ -379,7 +379,8 @@ Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view va
     return a.store(q, trim(value));
   }
   if (path.substr(0, kCgroup.size()) == kCgroup) {
-    const std::string_view v = trim(value);
+    const std::string trimmed = trim(value);  // owned: the view below must not outlive it
+    const std::string_view v = trimmed;
     if (auto r = group_attr(q, path.substr(kCgroup.size()), &v)) return r->ok() ? Status::OK() : r->status();
   }
   if (path.substr(0, 3) == "mq/" || path.substr(0, kCgroup.size()) == kCgroup)
