@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "blkmq/bio.h"
 #include "blkmq/ioctx.h"
 #include "blkmq/status.h"
 
@@ -65,5 +66,34 @@ Status io_context_set_group(IoContext* ioc, IoGroup* g);
 
 // ioc's group (never null: the root if it was never moved). Any thread.
 IoGroup* io_context_group(const IoContext* ioc);
+
+// ---- for policies that keep per-group state (bfq's groups) ----
+
+// The group a bio in flight was charged to (the kernel's bio_blkcg), or
+// nullptr when it was charged to none: the root, or a group removed before
+// the charge. The charge holds the group, so the pointer stays valid until
+// the bio ends. Any context; a load, plus one when charged.
+IoGroup* bio_io_group(const Bio* bio);
+
+// g's parent, nullptr for the root. Fixed for g's life. Any context.
+IoGroup* io_group_parent(const IoGroup* g);
+
+// False once g was removed (io_group_remove); a policy then lets go of its
+// state for g. Any context; an atomic load.
+bool io_group_online(const IoGroup* g);
+
+// References on a group: a holder keeps the pointer valid (not the group
+// in the tree) until its put. Any context; the last put frees it.
+void io_group_get(IoGroup* g);
+void io_group_put(IoGroup* g);
+
+// The group's bfq weight for every device (io.bfq.weight's "default",
+// the kernel's bfq_group_data weight): 1..1000, 100 until set. bfq reads it
+// when the group's entity is (re)queued. Any context; an atomic.
+constexpr unsigned kIoGroupWeightMin = 1, kIoGroupWeightMax = 1000, kIoGroupWeightDefault = 100;
+unsigned io_group_bfq_weight(const IoGroup* g);
+// Sets it; EINVAL (and no change) outside 1..1000 or for the root, which
+// has no weight (the kernel has no io.bfq.weight in the root cgroup).
+Status io_group_set_bfq_weight(IoGroup* g, unsigned weight);
 
 }  // namespace blkmq

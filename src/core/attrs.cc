@@ -1,6 +1,7 @@
 // Queue attributes with the kernel's sysfs names, units and ranges. A bad
 // path or value is refused with a message and changes nothing.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "base/parse.h"
@@ -331,6 +332,45 @@ const DriverAttr* find_driver_attr(const QueueImpl* q, std::string_view path) {
   return nullptr;
 }
 
+// The scheduler's file `file` of groups (ElvGroupAttr), or nullptr. Under
+// sysfs_lock_.
+const ElvGroupAttr* find_group_attr(const QueueImpl* q, std::string_view file) {
+  if (!q->elevator_) return nullptr;
+  for (const ElvGroupAttr& a : q->elevator_->type->group_attrs)
+    if (a.name == file) return &a;
+  return nullptr;
+}
+
+// cgroup/<group path>/<file> for a scheduler's group file: finds the group
+// and holds it across the call, so a concurrent removal cannot free it.
+// value == nullptr: show. Returns nullopt when no scheduler file matches
+// (io.stat and the unknown go the way they went before).
+std::optional<Result<std::string>> group_attr(QueueImpl* q, std::string_view rest, const std::string_view* value) {
+  const size_t slash = rest.rfind('/');
+  if (slash == std::string_view::npos) return std::nullopt;  // the root has none
+  const std::string_view file = rest.substr(slash + 1), path = rest.substr(0, slash);
+  std::lock_guard<std::mutex> sl(q->sysfs_lock_);
+  const ElvGroupAttr* a = find_group_attr(q, file);
+  if (!a) return std::nullopt;
+  IoGroup* g;
+  {
+    std::lock_guard<std::mutex> l(blkcg_tree_lock());
+    g = io_group_find_locked(path);
+    if (g && g->parent) io_group_get(g);
+  }
+  const std::string name = "cgroup/" + std::string(rest);
+  if (!g || !g->parent) return Result<std::string>(Status::error(ENOENT, name + ": no such I/O group"));
+  Result<std::string> r = std::string();
+  if (value) {
+    Status st = a->store ? a->store(q->elevator_, g, *value) : Status::invalid(name + ": read-only attribute");
+    if (!st) r = st;
+  } else {
+    r = a->show ? a->show(q->elevator_, g) : Result<std::string>(Status::invalid(name + ": write-only attribute"));
+  }
+  io_group_put(g);
+  return r;
+}
+
 }  // namespace
 
 Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view value) {
@@ -348,6 +388,11 @@ Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view va
     return a.store(q, trim(value));
   }
   if (iolatency_attr_is(path)) return iolatency_attr_store(q, path, trim(value));
+  if (path.substr(0, kCgroup.size()) == kCgroup) {
+    const std::string trimmed = trim(value);  // owned: the view below must not outlive it
+    const std::string_view v = trimmed;
+    if (auto r = group_attr(q, path.substr(kCgroup.size()), &v)) return r->ok() ? Status::OK() : r->status();
+  }
   if (path.substr(0, 3) == "mq/" || path.substr(0, kCgroup.size()) == kCgroup)
     return Status::invalid(std::string(path) + ": read-only attribute");
   if (const DriverAttr* d = find_driver_attr(q, path)) {
@@ -371,7 +416,10 @@ Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path) {
     return a.show(q);
   }
   if (iolatency_attr_is(path)) return iolatency_attr_show(q, path);
-  if (path.substr(0, kCgroup.size()) == kCgroup) return blkcg_attr_show(q, path.substr(kCgroup.size()));
+  if (path.substr(0, kCgroup.size()) == kCgroup) {
+    if (auto r = group_attr(const_cast<QueueImpl*>(q), path.substr(kCgroup.size()), nullptr)) return *r;
+    return blkcg_attr_show(q, path.substr(kCgroup.size()));
+  }
   if (path.substr(0, 3) == "mq/") {
     // The hctxs stay while an update of the hw queues cannot run.
     std::shared_lock<std::shared_mutex> l(q->set_->update_lock_);
@@ -403,6 +451,12 @@ std::vector<std::string> queue_attr_names(const QueueImpl* q) {
   // every queue lists every group, as every cgroup has every device's line.
   for (std::string& n : blkcg_attr_names()) v.push_back(std::move(n));
   for (std::string& n : iolatency_attr_names()) v.push_back(std::move(n));
+  // The scheduler's group files (io.bfq.weight), for every group but the
+  // root, as the kernel's policy files are not on the root cgroup.
+  if (q->elevator_ && !q->elevator_->type->group_attrs.empty())
+    for (const std::string& p : io_group_list())
+      if (p != "/")
+        for (const ElvGroupAttr& a : q->elevator_->type->group_attrs) v.push_back("cgroup" + p + "/" + a.name);
   return v;
 }
 

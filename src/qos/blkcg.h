@@ -33,7 +33,11 @@ class IoGroup {
   std::vector<IoGroup*> children;  // under the tree mutex
   std::atomic<int> ref{1};
   std::atomic<int> members{0};     // contexts in it (EBUSY on remove)
-  bool online = true;              // in the tree; under the tree mutex
+  // In the tree; written under the tree mutex, read anywhere (policies
+  // drop their state for a removed group).
+  std::atomic<bool> online{true};
+  // io.bfq.weight's default (io_group_bfq_weight).
+  std::atomic<unsigned> bfq_weight{kIoGroupWeightDefault};
   // Its blkgs, one per queue it has been charged on; the lookup on the
   // submit path takes only this lock (the kernel's blkcg->lock).
   base::SpinLock blkg_lock;
@@ -117,8 +121,5 @@ std::vector<std::string> blkcg_attr_names();
 std::mutex& blkcg_tree_lock();
 // io_group_find with the tree mutex held by the caller.
 IoGroup* io_group_find_locked(std::string_view path);
-// References on a group. Any context.
-void io_group_get(IoGroup* g);
-void io_group_put(IoGroup* g);
 
 }  // namespace blkmq

@@ -193,4 +193,20 @@ Status io_context_set_group(IoContext* ioc, IoGroup* g) {
 
 IoGroup* io_context_group(const IoContext* ioc) { return ioc->group ? ioc->group : root_group(); }
 
+IoGroup* bio_io_group(const Bio* bio) { return bio->blkg ? bio->blkg->group : nullptr; }
+
+IoGroup* io_group_parent(const IoGroup* g) { return g->parent; }
+
+bool io_group_online(const IoGroup* g) { return g->online.load(std::memory_order_acquire); }
+
+unsigned io_group_bfq_weight(const IoGroup* g) { return g->bfq_weight.load(std::memory_order_relaxed); }
+
+Status io_group_set_bfq_weight(IoGroup* g, unsigned weight) {
+  if (!g->parent) return Status::invalid("the root I/O group has no io.bfq.weight");
+  if (weight < kIoGroupWeightMin || weight > kIoGroupWeightMax)
+    return Status::invalid("io.bfq.weight: " + std::to_string(weight) + " is out of range 1..1000");
+  g->bfq_weight.store(weight, std::memory_order_relaxed);
+  return Status::OK();
+}
+
 }  // namespace blkmq

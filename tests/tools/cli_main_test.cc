@@ -58,6 +58,13 @@ TEST(CliMain, CgroupChargesTheJobsGroup) {
   expect_cli("bench --driver=null --name=x --rw=read --bs=4k --size=1m --cgroup=..", 1, "cgroup");
 }
 
+// With cgroup=, cgroup_weight is the group's io.bfq.weight, as fio writes
+// the cgroup's weight file (issue 28).
+TEST(CliMain, CgroupWeightIsTheGroupsBfqWeight) {
+  expect_cli("bench --driver=null --scheduler=bfq --name=x --rw=read --bs=4k --size=1m --cgroup=tenant"
+             " --cgroup_weight=300 --cgroup_nodelete --show_attr=cgroup/tenant/io.bfq.weight", 0, "default 300");
+}
+
 // A mistyped option said only "not expected", and reproduce exited with
 // CLI11's own code (109 here) where every other command exits 1 (issue 27).
 TEST(CliMain, AMistypedOptionGetsTheNearestNameAndExitOne) {

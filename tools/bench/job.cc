@@ -143,7 +143,10 @@ void Job::reset_generators() {
 void Job::run() {
   tl_job = this;
   if (spec_.prioclass > 0) blkmq::current_io_context()->ioprio = ioprio_;
-  if (spec_.cgroup_weight > 0) blkmq::current_io_context()->weight = static_cast<uint16_t>(spec_.cgroup_weight);
+  // With cgroup=, cgroup_weight is the group's (io.bfq.weight), as fio
+  // writes the cgroup's weight file; without, the thread's context weight.
+  if (spec_.cgroup_weight > 0 && spec_.cgroup.empty())
+    blkmq::current_io_context()->weight = static_cast<uint16_t>(spec_.cgroup_weight);
   join_cgroup();
   if (spec_.ramp_ns == 0 || spec_.verify != VerifyMode::none) begin_measure();
   if (spec_.verify == VerifyMode::none) {
@@ -171,6 +174,7 @@ void Job::join_cgroup() {
   if (spec_.cgroup.empty()) return;
   auto g = blkmq::io_group_create("/" + spec_.cgroup);
   blkmq::Status st = g ? blkmq::io_context_set_group(blkmq::current_io_context(), *g) : g.status();
+  if (st && spec_.cgroup_weight > 0) st = blkmq::io_group_set_bfq_weight(*g, spec_.cgroup_weight);
   if (!st) std::fprintf(stderr, "%s: cgroup=%s: %s\n", spec_.name.c_str(), spec_.cgroup.c_str(), st.message().c_str());
 }
 

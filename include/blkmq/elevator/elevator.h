@@ -77,6 +77,17 @@ struct ElvAttr {
   Status (*store)(ElevatorQueue* eq, std::string_view value) = nullptr;
 };
 
+// One per-group file a scheduler serves, as the kernel's blkcg policy
+// cftypes (bfq's io.bfq.weight): the queue attribute
+// cgroup/<group path>/<name> of every group but the root. show and store
+// run in task context under the queue's sysfs lock, with a reference on g
+// (it may have been removed meanwhile: io_group_online says).
+struct ElvGroupAttr {
+  std::string name;
+  Result<std::string> (*show)(ElevatorQueue* eq, IoGroup* g) = nullptr;
+  Status (*store)(ElevatorQueue* eq, IoGroup* g, std::string_view value) = nullptr;
+};
+
 struct ElevatorType {
   std::string name;            // "mq-deadline", "kyber", "bfq"
   // Another name queue/scheduler accepts for this one (the kernel's
@@ -85,6 +96,7 @@ struct ElevatorType {
   std::string alias;
   ElevatorOps ops;
   std::vector<ElvAttr> attrs;
+  std::vector<ElvGroupAttr> group_attrs;  // cgroup/<group path>/<name>; optional
   bool queue_wide = false;     // QUEUE_FLAG_SQ_SCHED: one scheduler for all hctxs
   // ELEVATOR_FLAG_DISABLE_WBT: while this scheduler is attached, wbt is
   // off unless queue/wbt_lat_usec was set by hand (bfq: it does its own

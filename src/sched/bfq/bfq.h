@@ -1,8 +1,10 @@
 // bfq: the Budget Fair Queueing I/O scheduler (block/bfq-iosched.c and
-// block/bfq-wf2q.c): a queue per I/O context, B-WF2Q+ over budgets in
-// sectors, idling, injection and weight raising. Flat (no cgroup
-// hierarchy): an IoContext's weight scales its queues' weights, which is
-// what a cgroup weight does to the queues of a group.
+// block/bfq-wf2q.c, block/bfq-cgroup.c): a queue per I/O context, B-WF2Q+
+// over budgets in sectors, idling, injection and weight raising, and group
+// scheduling: each I/O group (blkmq/iogroup.h) a request is charged to is
+// an entity with its own service trees, weighted by io.bfq.weight, inside
+// its parent's. An IoContext's weight also scales its queues' weights
+// within their group.
 //
 // It registers itself as "bfq" (bfq_iosched.cc). This header gives tests
 // and tools what the elevator interface has no room for: the time source,
@@ -14,6 +16,7 @@
 
 #include "blkmq/elevator/elevator.h"
 #include "blkmq/ioctx.h"
+#include "blkmq/iogroup.h"
 
 namespace blkmq {
 
@@ -53,6 +56,9 @@ struct BfqStats {
   uint64_t queues_alive = 0;
   uint64_t queues_created = 0;
   uint64_t queues_freed = 0;
+  uint64_t queues_moved = 0;    // sync queues that followed their context into another group
+  uint64_t groups_created = 0;  // per-group state made on this device
+  uint64_t groups_alive = 0;
   uint64_t inserted = 0;
   uint64_t dispatched = 0;
   uint64_t injected = 0;        // requests dispatched from a queue not in service
@@ -66,6 +72,17 @@ struct BfqStats {
   uint64_t peak_rate = 0;   // estimated, sectors per microsecond << 16 (the kernel's unit)
   uint64_t max_budget = 0;  // in force: the user's, or the default until enough budgets, then the estimate's
 };
+// A group's state on q's bfq instance (found = false if it has none: no
+// request of it arrived, or it was removed and its last queue freed).
+struct BfqGroupInfo {
+  bool found = false;
+  unsigned weight = 0;      // applied to its entity (changes at the next queueing)
+  unsigned dev_weight = 0;  // io.bfq.weight for this device; 0: the group's default
+  unsigned refs = 0;        // its queues, child groups and the tree link
+  bool active = false;      // queued in its parent, or on the in-service path
+};
+BfqGroupInfo bfq_group_info(Queue* q, const IoGroup* g);
+
 // Counters of q's bfq instance; all zero if q runs another elevator.
 BfqStats bfq_stats(Queue* q);
 

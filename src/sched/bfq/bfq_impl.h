@@ -22,6 +22,7 @@
 #include "sched/insert_lists.h"
 #include "sched/sort_tree.h"
 #include "blkmq/ioctx.h"
+#include "blkmq/iogroup.h"
 #include "sched/bfq/bfq.h"
 
 namespace blkmq::bfq {
@@ -70,7 +71,8 @@ constexpr uint64_t kDefaultFifoExpireSyncNs = 125 * kMs;   // bfq_fifo_expire[1]
 constexpr uint64_t kDefaultBackMaxKib = 16 * 1024;         // bfq_back_max
 constexpr unsigned kDefaultBackPenalty = 2;                // bfq_back_penalty
 constexpr uint64_t kDefaultTimeoutNs = 125 * kMs;          // bfq_timeout: HZ / 8
-constexpr uint64_t kQueueFreeGraceNs = kWrMinIdleTimeNs;  // see BfqData::sweep
+constexpr uint64_t kQueueFreeGraceNs = kWrMinIdleTimeNs;  // see sweep (bfq_queue.cc)
+constexpr uint64_t kSweepIntervalNs = 100 * kMs;          // how often dispatch looks for unused queues
 // Peak-rate estimation (bfq_update_peak_rate). Rates are in sectors per
 // microsecond << kRateShift; index 0 is a rotational device, 1 not.
 constexpr unsigned kRateShift = 16;                   // BFQ_RATE_SHIFT
@@ -83,16 +85,19 @@ constexpr uint64_t kRefRate[2] = {14000, 33000};      // ref_rate
 constexpr uint64_t kRefWrDurationNs[2] = {7000 * kMs, 2500 * kMs};  // ref_wr_duration
 constexpr uint64_t kMinWrDurationNs = 3000 * kMs, kMaxWrDurationNs = 25000 * kMs;  // bfq_wr_duration's clamp
 
+struct BfqEntity;
 struct BfqQueue;
+struct BfqGroup;
+struct SchedData;
 
 // Where a request is inside the scheduler (rq->elv_priv[2]).
 enum RqWhere : uintptr_t { kNowhere = 0, kSorted = 1, kOnDispatch = 2, kInDriver = 3 };
 
 // Service-tree order: finish time, then creation order to keep keys unique.
 struct ByFinish {
-  bool operator()(const BfqQueue* a, const BfqQueue* b) const;
+  bool operator()(const BfqEntity* a, const BfqEntity* b) const;
 };
-using EntTree = std::set<BfqQueue*, ByFinish, std::pmr::polymorphic_allocator<BfqQueue*>>;
+using EntTree = std::set<BfqEntity*, ByFinish, std::pmr::polymorphic_allocator<BfqEntity*>>;
 
 // One per class: B-WF2Q+'s virtual time, weight sum, and the active and
 // idle trees. wsum counts every entity on either tree and the in-service
@@ -105,40 +110,88 @@ struct ServiceTree {
   EntTree idle;
 };
 
-// Queue identity: sync queues are per context; async queues are shared by
-// every context with the same ioprio (class, level) and weight, which is
-// the kernel's per-group async queues with the weight standing for the group.
+// A group's scheduling data (bfq_sched_data): its children's service
+// trees, one per class, and which child is on the in-service path.
+struct SchedData {
+  explicit SchedData(std::pmr::memory_resource* mr) : st{ServiceTree(mr), ServiceTree(mr), ServiceTree(mr)} {}
+  ServiceTree st[kNrClasses];
+  BfqEntity* in_service = nullptr;  // the child on the in-service path
+  BfqEntity* owner = nullptr;       // the group's entity (the root's: never queued)
+  uint64_t class_idle_last_service = 0;
+  // Whether any child is active or in service: the group's entity stays
+  // queued in its parent exactly while this holds.
+  bool busy() const { return in_service || !st[0].active.empty() || !st[1].active.empty() || !st[2].active.empty(); }
+};
+
+// Queue identity: sync queues are per context (moved when the context
+// changes group, bfq_bic_update_cgroup); async queues are shared by every
+// context of one group with the same ioprio (class, level) and weight, as
+// the kernel's per-group async queues. An async queue of a group other
+// than the root is told apart by its group's address with the top bit set
+// in place of the context id (context ids never reach 2^63), so the flat
+// case hashes and compares what it did before groups.
 struct QKey {
-  uint64_t ioc_id;   // sync: the context; async: 0
+  uint64_t ioc_id;   // sync: the context; async: 0 (root) or kGroupTag | group
   uint32_t async;    // async: weight << 16 | ioprio; sync: 0
   bool operator==(const QKey& o) const { return ioc_id == o.ioc_id && async == o.async; }
 };
+constexpr uint64_t kGroupTag = uint64_t{1} << 63;
 struct QKeyHash {
   size_t operator()(const QKey& k) const { return std::hash<uint64_t>()(k.ioc_id * 0x9e3779b97f4a7c15ull ^ k.async); }
 };
 
-struct BfqQueue {
-  BfqQueue() { fifo.init(); }
-  BfqQueue(const BfqQueue&) = delete;
-
-  QKey key{};
+// A B-WF2Q+ entity (bfq_entity): a queue, or a group's entity in its
+// parent group's trees. BfqQueue and BfqGroup derive from it, so the
+// queue code reads q->weight, q->budget as it always did.
+struct BfqEntity {
   uint64_t uid = 0;
-  bool sync = true;
-
-  // ---- entity (B-WF2Q+) ----
   Class cls = kBe;
   Class new_cls = kBe;
   unsigned orig_weight = kNormWeight;
   unsigned new_orig_weight = kNormWeight;
   unsigned weight = kNormWeight;  // applied weight: orig_weight * wr_coeff
+  unsigned wr_coeff = 1;          // weight raising; always 1 for a group
   bool prio_changed = false;
   uint64_t start = 0, finish = 0;
   uint64_t budget = 0;         // entity budget, sectors
   uint64_t service = 0;        // received in this slot (or while injected)
-  uint64_t last_charge = 0;    // service charged for the last slot (introspection)
   enum Tree : uint8_t { kNone, kActive, kIdleTree } tree = kNone;
   Class tree_cls = kBe;        // class whose tree holds it / whose wsum counts it
   bool counted = false;        // contributes to its tree's wsum
+  BfqEntity* parent = nullptr; // its group's entity; nullptr in the root group
+  SchedData* sd = nullptr;     // the trees it is queued in (its group's)
+  SchedData* my_sd = nullptr;  // a group's own trees; nullptr for a queue
+};
+
+// A group's state on one bfq instance (bfq_group): its entity in the
+// parent's trees and its own trees. Made on the group's first request
+// (or io.bfq.weight write) on this device; references: each queue in it,
+// each child group, and the link from BfqData::groups until the group is
+// removed. The root group is BfqData::root and is never counted.
+struct BfqGroup : BfqEntity {
+  explicit BfqGroup(std::pmr::memory_resource* mr) : own(mr) {
+    my_sd = &own;
+    own.owner = this;
+  }
+  SchedData own;
+  IoGroup* iog = nullptr;          // referenced (io_group_get); nullptr for the root
+  BfqGroup* parent_group = nullptr;
+  unsigned refs = 0;
+  bool linked = false;             // in BfqData::groups
+  unsigned dev_weight = 0;         // io.bfq.weight "MAJ:MIN N" on this device; 0: none
+  unsigned queues_pending = 0;     // num_queues_with_pending_reqs
+};
+
+struct BfqQueue : BfqEntity {
+  BfqQueue() { fifo.init(); }
+  BfqQueue(const BfqQueue&) = delete;
+
+  QKey key{};
+  bool sync = true;
+  BfqGroup* bfqg = nullptr;    // its group (referenced unless the root)
+  const IoGroup* iog = nullptr;  // bfqg->iog, read on every insert
+  bool in_groups_pending = false;  // counted in bfqg->queues_pending
+  uint64_t last_charge = 0;    // service charged for the last slot (introspection)
 
   // ---- requests ----
   SortTree sort;
@@ -178,8 +231,7 @@ struct BfqQueue {
   uint32_t seek_history = 1;   // the first request is almost surely seeky
   uint64_t last_request_pos = 0;
 
-  // ---- weight raising ----
-  unsigned wr_coeff = 1;
+  // ---- weight raising ---- (wr_coeff is the entity's)
   uint64_t wr_cur_max_time = 0;
   uint64_t last_wr_start_finish = 0;
   uint64_t service_from_wr = 0;
@@ -196,7 +248,7 @@ struct BfqQueue {
   uint64_t sectors_dispatched = 0;  // statistics
 };
 
-inline bool ByFinish::operator()(const BfqQueue* a, const BfqQueue* b) const {
+inline bool ByFinish::operator()(const BfqEntity* a, const BfqEntity* b) const {
   return a->finish != b->finish ? a->finish < b->finish : a->uid < b->uid;
 }
 
@@ -237,7 +289,16 @@ struct BfqData {
   std::pmr::unsynchronized_pool_resource pool;  // tree nodes; under lock
   std::unordered_map<QKey, BfqQueue*, QKeyHash> queues;
   uint64_t next_uid = 1;
-  ServiceTree st[kNrClasses];
+  // The root group: its trees are the top level, and the only level while
+  // no request comes from another group (the flat case).
+  BfqGroup root;
+  // The other groups with state here, by I/O group (bfq_group of a blkg).
+  std::unordered_map<const IoGroup*, BfqGroup*> groups;
+  std::set<BfqGroup*> all_groups;  // linked or not, until freed
+  // Groups (the root included) with a queue that has requests queued or in
+  // the driver (num_groups_with_pending_reqs): more than one makes the
+  // scenario asymmetric, so bfq idles to keep each group's share.
+  unsigned groups_with_pending = 0;
   BfqQueue* in_service = nullptr;
   ListNode dispatch;            // at-head inserts and requests without a queue
   unsigned busy_queues[kNrClasses] = {0, 0, 0};
@@ -250,7 +311,6 @@ struct BfqData {
   unsigned hw_tag_samples = 0;
   uint64_t last_position = 0;
   unsigned budgets_assigned = 0;
-  uint64_t class_idle_last_service = 0;
   uint64_t last_idling_start = 0;
   bool rqs_injected = false;
   // The injection limit's probe (bfq_add_request, bfq_update_inject_limit):
@@ -309,22 +369,65 @@ inline uint64_t now_ns(const BfqData* bfqd) { return bfqd->q->now_ns(); }
 
 // ---- B-WF2Q+ (bfq_wf2q.cc) ----
 // Queue becomes busy: start from the idle tree or at V, finish from the
-// budget; back_shift: a queue back in time after an idle pause starts from
-// its old finish when V has passed it.
+// budget, and its ancestors that were not queued are queued too;
+// back_shift: a queue back in time after an idle pause starts from its old
+// finish when V has passed it.
 void activate_entity(BfqData* bfqd, BfqQueue* bfqq, bool back_shift);
 // The in-service queue is expired with requests left: charged what it got,
-// back on the active tree with its next budget.
+// back on the active tree with its next budget; so are its ancestors.
 void requeue_entity(BfqData* bfqd, BfqQueue* bfqq);
-// The queue has no requests left: to the idle tree, or forgotten.
+// The queue has no requests left: to the idle tree, or forgotten; the
+// groups it leaves empty leave their parents' trees. in_service: it was
+// being served, and its ancestors are requeued or deactivated too.
 void deactivate_entity(BfqData* bfqd, BfqQueue* bfqq, bool in_service);
-// Charge `sectors` of service (advances the class's virtual time).
+// Charge `sectors` of service to the queue and every ancestor (advances
+// each level's virtual time).
 void entity_served(BfqData* bfqd, BfqQueue* bfqq, uint64_t sectors);
-// The next queue to serve (taken off its active tree), or nullptr.
+// The next queue to serve, chosen level by level from the root; it and its
+// ancestors are taken off their active trees (the in-service path), or nullptr.
 BfqQueue* get_next_queue(BfqData* bfqd, uint64_t now);
-// Drops a queue that is on no active tree from the idle tree and wsum.
-void forget_entity(BfqData* bfqd, BfqQueue* bfqq);
+// Drops an entity that is on no active tree from the idle tree and wsum.
+void forget_entity(BfqEntity* e);
 // Weight (ioprio and context weight) as bfq computes it.
 unsigned ioprio_weight(unsigned level);
+
+// ---- groups (bfq_cgroup.cc) ----
+// The group a request belongs to: its first bio's charged group (the
+// kernel's bio_blkcg), nullptr for the root. Valid while the request holds
+// its bios. A load and a branch when nothing is charged.
+inline IoGroup* rq_group(const Request* rq) {
+  return rq->bio && rq->bio->blkg ? bio_io_group(rq->bio) : nullptr;
+}
+inline IoGroup* bio_group(const Bio* bio) { return bio->blkg ? bio_io_group(bio) : nullptr; }
+// iog's group state here (and its ancestors'), made on first use and
+// linked; &bfqd->root for nullptr or the root. Lock held.
+BfqGroup* group_for(BfqData* bfqd, IoGroup* iog);
+// A queue joins g (references it) / leaves its group. Lock held.
+void queue_set_group(BfqData* bfqd, BfqQueue* q, BfqGroup* g);
+void queue_put_group(BfqData* bfqd, BfqQueue* q);
+// bfq_bfqq_move: a sync queue follows its context into group g; served,
+// it is expired first; busy, it leaves its old group's trees and is queued
+// in g's. Lock held.
+void move_queue(BfqData* bfqd, BfqQueue* q, BfqGroup* g, uint64_t now);
+// Lets go of the groups that were removed (io_group_online false): their
+// link's reference; each is freed when its last queue goes. Lock held.
+void sweep_groups(BfqData* bfqd);
+// Frees every group (scheduler exit; no queue is left).
+void free_all_groups(BfqData* bfqd);
+// A queue starts / stops having requests queued or in the driver
+// (num_groups_with_pending_reqs). Lock held.
+inline void groups_pending_add(BfqData* bfqd, BfqQueue* q) {
+  if (q->in_groups_pending) return;
+  q->in_groups_pending = true;
+  if (q->bfqg->queues_pending++ == 0) bfqd->groups_with_pending++;
+}
+inline void groups_pending_remove(BfqData* bfqd, BfqQueue* q) {
+  if (!q->in_groups_pending) return;
+  q->in_groups_pending = false;
+  if (--q->bfqg->queues_pending == 0) bfqd->groups_with_pending--;
+}
+// io.bfq.weight (cgroup/<path>/io.bfq.weight).
+std::vector<ElvGroupAttr> bfq_group_attrs();
 
 // ---- attrs (bfq_attrs.cc) ----
 std::vector<ElvAttr> bfq_attrs();

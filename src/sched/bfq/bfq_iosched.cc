@@ -138,6 +138,29 @@ void add_request(BfqData* bfqd, BfqQueue* q, Request* rq, uint64_t arrival, uint
   }
 }
 
+// A queue of sd's subtree whose next request may be injected, in the
+// order of the trees (classes, then finish time; a group's queues where
+// the group stands), or nullptr.
+BfqQueue* injectable_in(BfqData* bfqd, SchedData* sd, bool always_inject, uint64_t now) {
+  for (ServiceTree& st : sd->st) {
+    for (BfqEntity* e : st.active) {
+      if (e->my_sd) {
+        if (BfqQueue* q = injectable_in(bfqd, e->my_sd, always_inject, now)) return q;
+        continue;
+      }
+      BfqQueue* q = static_cast<BfqQueue*>(e);
+      if (q->sort.empty() || !(always_inject || q->wr_coeff > 1)) continue;
+      Request* next = peek_next(bfqd, q, now);
+      if (serv_to_charge(next, q) > budget_left(q)) continue;
+      // Only one large request at a time on a non-rotational device.
+      if (!bfqd->rotational && (next->data_len >> kSectorShift) >= kSectThrNonrot && bfqd->rq_in_driver >= 1)
+        continue;
+      return q;
+    }
+  }
+  return nullptr;
+}
+
 // bfq_choose_bfqq_for_injection: a queue whose next request fits its
 // budget may be served while the in-service queue is plugged, within the
 // in-service queue's inject_limit of requests in the driver.
@@ -148,19 +171,9 @@ BfqQueue* choose_for_injection(BfqData* bfqd, BfqQueue* in_serv, uint64_t now) {
       now >= bfqd->last_idling_start + bfqd->tun.slice_idle_ns && !asymmetric_scenario(bfqd, in_serv))
     limit = 1;
   if (bfqd->rq_in_driver >= limit) return nullptr;
-  for (ServiceTree& st : bfqd->st) {
-    for (BfqQueue* q : st.active) {
-      if (q->sort.empty() || !(always_inject || q->wr_coeff > 1)) continue;
-      Request* next = peek_next(bfqd, q, now);
-      if (serv_to_charge(next, q) > budget_left(q)) continue;
-      // Only one large request at a time on a non-rotational device.
-      if (!bfqd->rotational && (next->data_len >> kSectorShift) >= kSectThrNonrot && bfqd->rq_in_driver >= 1)
-        continue;
-      bfqd->rqs_injected = true;
-      return q;
-    }
-  }
-  return nullptr;
+  BfqQueue* q = injectable_in(bfqd, &bfqd->root.own, always_inject, now);
+  if (q) bfqd->rqs_injected = true;
+  return q;
 }
 
 // bfq_select_queue: keep serving the in-service queue, idle for it, inject
@@ -263,7 +276,7 @@ Request* dispatch_locked(BfqData* bfqd, uint64_t now) {
 void insert_one(BfqData* bfqd, Request* rq, bool at_head, uint64_t arrival, uint64_t now, ListNode* free) {
   BfqQueue* q = rq_bfqq(rq);
   if (!q && rq->ioc) {
-    q = get_queue(bfqd, rq->ioc, rq_is_sync(rq), now);
+    q = get_queue(bfqd, rq->ioc, rq_is_sync(rq), rq_group(rq), now);
     rq->elv_priv[0] = q;
     q->refs++;
   }
@@ -311,7 +324,8 @@ Request* bfq_dispatch_request(HwCtx* hctx) {
   bfqd->lock.lock();
   drain_pending_locked(bfqd, now, &free);
   Request* rq = dispatch_locked(bfqd, now);
-  sweep(bfqd, now, false);
+  // Inline, as it always was: the check is most of a dispatch's sweeps.
+  if (now >= bfqd->last_sweep + kSweepIntervalNs) [[unlikely]] sweep(bfqd, now, false);
   bfqd->lock.unlock();
   free_requests(&free);
   return rq;
@@ -337,17 +351,21 @@ bool bfq_bio_merge(Queue* q, Bio* bio, unsigned nr_segs) {
 }
 
 // A bio may only join a request of the queue it would go to
-// (bfq_allow_bio_merge): same context and same sync-ness.
+// (bfq_allow_bio_merge): same context, same sync-ness, same group. On
+// one queue the same group means the same charge (blkg), or none for both.
 bool bfq_allow_merge(Queue*, Request* rq, const Bio* bio) {
   const IoContext* ioc = bio->ioc ? bio->ioc : current_io_context();
-  return rq->ioc == ioc && rq_is_sync(rq) == bio_is_sync(bio);
+  return rq->ioc == ioc && rq_is_sync(rq) == bio_is_sync(bio) && rq->bio->blkg == bio->blkg;
 }
 
 // Front-merge lookup in the bio's own queue. Main lock held.
 ElvMerge bfq_request_merge(Queue* q, Request** rq, const Bio* bio) {
   BfqData* bfqd = bfqd_of(q);
   const IoContext* ioc = bio->ioc ? bio->ioc : current_io_context();
-  BfqQueue* bq = find_queue(bfqd, ioc, bio_is_sync(bio));
+  // A context that moved group meanwhile finds its old queue; the
+  // core's allow_merge check then refuses the merge.
+  const bool sync = bio_is_sync(bio);
+  BfqQueue* bq = find_queue(bfqd, ioc, sync, sync ? nullptr : bio_group(bio));  // sync: one queue per context
   if (!bq) return ElvMerge::none;
   const uint64_t end = bio->end_sector();
   Request* found = bq->sort.lower_bound(end);
@@ -548,6 +566,7 @@ ElevatorType make_type() {
   o.former_request = bfq_former_request;
   o.next_request = bfq_next_request;
   t.attrs = bfq_attrs();
+  t.group_attrs = bfq_group_attrs();
   return t;
 }
 
@@ -559,22 +578,24 @@ BfqData* instance(Queue* q) {
 }  // namespace
 
 BfqData::BfqData(Queue* queue, ElevatorQueue* elv)
-    : q(queue), eq(elv), st{ServiceTree(&pool), ServiceTree(&pool), ServiceTree(&pool)} {
+    : q(queue), eq(elv), root(&pool) {
   dispatch.init();
   rotational = queue_rotational(queue);
   init_peak_rate(this);
   const uint64_t now = queue->now_ns();
-  class_idle_last_service = now;
+  root.own.class_idle_last_service = now;
+  root.linked = true;  // never unlinked: its queues age out as before
   last_sweep = now;
 }
 
 BfqData::~BfqData() {
-  for (ServiceTree& t : st) {
+  for (ServiceTree& t : root.own.st) {
     t.active.clear();
     t.idle.clear();
   }
   for (auto& [k, q] : queues) delete q;
   queues.clear();
+  free_all_groups(this);
 }
 
 }  // namespace bfq
@@ -584,7 +605,9 @@ BfqQueueInfo bfq_queue_info(Queue* q, const IoContext* ioc, bool sync) {
   bfq::BfqData* bfqd = bfq::instance(q);
   if (!bfqd) return i;
   bfqd->lock.lock();
-  if (bfq::BfqQueue* bq = bfq::find_queue(bfqd, ioc, sync)) {
+  IoGroup* g = io_context_group(ioc);
+  if (g == io_group_root()) g = nullptr;
+  if (bfq::BfqQueue* bq = bfq::find_queue(bfqd, ioc, sync, g)) {
     i.found = true;
     i.busy = bq->busy;
     i.in_service = bq == bfqd->in_service;

@@ -41,13 +41,13 @@ uint64_t serv_to_charge(const Request* rq, const BfqQueue* q) {
 
 uint64_t budget_left(const BfqQueue* q) { return q->budget > q->service ? q->budget - q->service : 0; }
 
-QKey key_for(const IoContext* ioc, bool sync) {
+QKey key_for(const IoContext* ioc, bool sync, const IoGroup* g) {
   if (sync) return QKey{ioc->id, 0};
-  return QKey{0, (uint32_t{ioc->weight} << 16) | ioc->ioprio};
+  return QKey{g ? kGroupTag | reinterpret_cast<uintptr_t>(g) : 0, (uint32_t{ioc->weight} << 16) | ioc->ioprio};
 }
 
-BfqQueue* find_queue(BfqData* bfqd, const IoContext* ioc, bool sync) {
-  auto it = bfqd->queues.find(key_for(ioc, sync));
+BfqQueue* find_queue(BfqData* bfqd, const IoContext* ioc, bool sync, const IoGroup* g) {
+  auto it = bfqd->queues.find(key_for(ioc, sync, g));
   return it == bfqd->queues.end() ? nullptr : it->second;
 }
 
@@ -63,13 +63,19 @@ void check_prio_change(BfqQueue* q, const IoContext* ioc) {
   }
 }
 
-BfqQueue* get_queue(BfqData* bfqd, const IoContext* ioc, bool sync, uint64_t now) {
-  if (BfqQueue* q = find_queue(bfqd, ioc, sync)) {
-    if (sync) check_prio_change(q, ioc);
+BfqQueue* get_queue(BfqData* bfqd, const IoContext* ioc, bool sync, IoGroup* g, uint64_t now) {
+  if (BfqQueue* q = find_queue(bfqd, ioc, sync, g)) {
+    if (sync) {
+      check_prio_change(q, ioc);
+      // The context moved to another group since its last request
+      // (bfq_bic_update_cgroup): its queue follows it.
+      if (q->iog != g) [[unlikely]] move_queue(bfqd, q, group_for(bfqd, g), now);
+    }
     return q;
   }
   auto* q = new BfqQueue();
-  q->key = key_for(ioc, sync);
+  q->key = key_for(ioc, sync, g);
+  queue_set_group(bfqd, q, group_for(bfqd, g));
   q->uid = bfqd->next_uid++;
   q->sync = sync;
   q->cls = q->new_cls = q->tree_cls = class_of(ioc->ioprio);
@@ -98,8 +104,10 @@ bool queue_unused(const BfqData* bfqd, const BfqQueue* q) {
 void free_queue(BfqData* bfqd, BfqQueue* q) {
   auto& bl = bfqd->burst_list;
   bl.erase(std::remove(bl.begin(), bl.end(), q), bl.end());
-  if (q->tree != BfqQueue::kActive) forget_entity(bfqd, q);
+  if (q->tree != BfqQueue::kActive) forget_entity(q);
   if (q->in_weights) weights_remove(bfqd, q);
+  groups_pending_remove(bfqd, q);
+  queue_put_group(bfqd, q);
   bfqd->queues.erase(q->key);
   bfqd->stats.queues_freed++;
   bfqd->stats.queues_alive--;
@@ -110,16 +118,21 @@ void free_queue(BfqData* bfqd, BfqQueue* q) {
 // that pauses keeps its history (think time, weight raising, budget); one
 // unused for bfq_wr_min_idle_time would start over as a new queue anyway
 // (it counts as idle for long), so it is freed then.
+// A removed group's unused queues go at once: no request can come back to
+// them (a context left the group before it could be removed).
 void sweep(BfqData* bfqd, uint64_t now, bool all) {
-  if (!all && now < bfqd->last_sweep + 100 * kMs) return;
+  if (!all && now < bfqd->last_sweep + kSweepIntervalNs) return;
   bfqd->last_sweep = now;
+  if (!bfqd->groups.empty()) sweep_groups(bfqd);
   for (auto it = bfqd->queues.begin(); it != bfqd->queues.end();) {
     BfqQueue* q = (it++)->second;
-    if (queue_unused(bfqd, q) && (all || now >= q->empty_since + kQueueFreeGraceNs)) free_queue(bfqd, q);
+    if (queue_unused(bfqd, q) && (all || now >= q->empty_since + kQueueFreeGraceNs || !q->bfqg->linked))
+      free_queue(bfqd, q);
   }
 }
 
 void weights_add(BfqData* bfqd, BfqQueue* q) {
+  groups_pending_add(bfqd, q);
   if (q->in_weights) return;
   q->in_weights = true;
   q->weights_key = q->orig_weight;
@@ -127,6 +140,7 @@ void weights_add(BfqData* bfqd, BfqQueue* q) {
 }
 
 void weights_remove(BfqData* bfqd, BfqQueue* q) {
+  groups_pending_remove(bfqd, q);
   if (!q->in_weights) return;
   q->in_weights = false;
   auto it = bfqd->weights.find(q->weights_key);
@@ -134,13 +148,14 @@ void weights_remove(BfqData* bfqd, BfqQueue* q) {
 }
 
 // bfq_asymmetric_scenario: queues of different weights (and this one not
-// of the smallest), or several classes busy.
+// of the smallest), several classes busy, or requests of more than one
+// group pending (idling then keeps each group's share).
 bool asymmetric_scenario(const BfqData* bfqd, const BfqQueue* q) {
   const bool smallest = q && !bfqd->weights.empty() && q->orig_weight <= bfqd->weights.begin()->first;
   const bool varied = !smallest && bfqd->weights.size() > 1;
   unsigned classes = 0;
   for (unsigned b : bfqd->busy_queues) classes += b > 0;
-  return varied || classes > 1;
+  return varied || classes > 1 || bfqd->groups_with_pending > 1;
 }
 
 bool idling_boosts_thr_without_issues(const BfqData* bfqd, const BfqQueue* q) {

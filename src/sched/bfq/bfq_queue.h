@@ -9,9 +9,12 @@ namespace blkmq::bfq {
 bool is_seeky(const BfqQueue* q);
 uint64_t serv_to_charge(const Request* rq, const BfqQueue* q);
 uint64_t budget_left(const BfqQueue* q);
-QKey key_for(const IoContext* ioc, bool sync);
-BfqQueue* find_queue(BfqData* bfqd, const IoContext* ioc, bool sync);
-BfqQueue* get_queue(BfqData* bfqd, const IoContext* ioc, bool sync, uint64_t now);
+// g: the request's group (rq_group), nullptr for the root. A sync queue is
+// the context's whatever its group; an async queue is per group.
+QKey key_for(const IoContext* ioc, bool sync, const IoGroup* g);
+BfqQueue* find_queue(BfqData* bfqd, const IoContext* ioc, bool sync, const IoGroup* g);
+// Finds or makes the queue; a sync queue found in another group moves to g.
+BfqQueue* get_queue(BfqData* bfqd, const IoContext* ioc, bool sync, IoGroup* g, uint64_t now);
 void put_queue_if_idle(BfqData* bfqd, BfqQueue* q, uint64_t now);
 void free_queue(BfqData* bfqd, BfqQueue* q);
 void sweep(BfqData* bfqd, uint64_t now, bool all);
