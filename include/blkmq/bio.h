@@ -61,6 +61,11 @@ struct Bio {
   BioEndIo end_io = nullptr;          // required
   void* private_data = nullptr;       // caller's cookie
   BlkStatus status = BlkStatus::ok;   // valid when end_io runs
+  // Owned by the core: io.max's marks (src/qos/throtl.h: bytes charged, a
+  // split part), set only on a bio charged to a group and cleared with its
+  // blkg in bio_endio, so neither submit nor bio_reinit need touch it. In
+  // status's padding: the bio does not grow.
+  uint8_t throtl_flags = 0;
 
   // Owned by the core while the bio is in flight.
   Bio* bi_next = nullptr;             // chain inside a request
@@ -75,7 +80,6 @@ struct Bio {
   // BIO_QOS_THROTTLED and BIO_QOS_MERGED): its done_bio hooks run when it
   // ends. nullptr when no policy is set.
   Queue* qos_queue = nullptr;
-
   uint64_t end_sector() const { return sector + (size >> kSectorShift); }
 };
 

@@ -338,8 +338,8 @@ Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view va
     // As sysfs takes what `echo` writes: the newline and blanks around it.
     return a.store(q, trim(value));
   }
-  if (path.substr(0, 3) == "mq/" || path.substr(0, kCgroup.size()) == kCgroup)
-    return Status::invalid(std::string(path) + ": read-only attribute");
+  if (path.substr(0, kCgroup.size()) == kCgroup) return blkcg_attr_store(q, path.substr(kCgroup.size()), value);
+  if (path.substr(0, 3) == "mq/") return Status::invalid(std::string(path) + ": read-only attribute");
   if (const DriverAttr* d = find_driver_attr(q, path)) {
     if (!d->store) return Status::invalid(std::string(path) + ": read-only attribute");
     return d->store(trim(value));
