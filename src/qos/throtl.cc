@@ -371,7 +371,9 @@ void throtl_cancel_bios(QueueImpl* q) {
     b->status = BlkStatus::ioerr;
     bio_endio(b);
   }
-  td->dispatch_work.cancel_sync();
+  // A release already running sends its bios on: the dying queue refuses
+  // them. Its end is waited for in throtl_exit_queue, not here, so that
+  // mark_dead stays callable from any thread.
 }
 
 void throtl_iomax_apply(QueueImpl* q, Blkg* b, const ThrotlConf& c) {

@@ -118,8 +118,8 @@ inline bool throtl_active(const ThrotlData* td) { return td->nr_limited.load(std
 // limits (the kernel flushes a dying group's bios). Under the tree mutex.
 void throtl_blkg_offline(Blkg* b);
 // The queue is dying (Queue::mark_dead, teardown): every waiting bio ends
-// with `ioerr`, exactly once, and later ones pass to the queue, which
-// refuses them. Then waits for a running release to finish. Task context.
+// with `ioerr`, exactly once, on the caller's thread, and later ones pass
+// to the queue, which refuses them. Any thread; takes the throttle lock.
 void throtl_cancel_bios(QueueImpl* q);
 
 // An io.max write, parsed: per direction, the new bps and iops (a value
