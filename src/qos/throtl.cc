@@ -27,8 +27,8 @@ constexpr uint64_t kIoUnit = 1;
 constexpr unsigned kGroupQuantum = 8;
 constexpr unsigned kReadQuantum = kGroupQuantum * 3 / 4;
 constexpr unsigned kRoundQuantum = 32;
-// Within a direction, sync bios (reads, and writes marked sync, FUA,
-// PREFLUSH or meta) go first, but an async one goes after this many syncs
+// Within a direction, sync bios (reads, and writes marked sync, FUA or
+// PREFLUSH) go first, but an async one goes after this many syncs
 // in a row, so that a stream of syncs cannot starve it. blkmq's ratio.
 constexpr unsigned kSyncPerAsync = 4;
 
@@ -54,7 +54,7 @@ int64_t allowed(uint64_t limit, uint64_t ns, uint64_t unit) {
 
 unsigned bio_dir(const Bio* b) { return op_is_write(b->op) ? 1 : 0; }
 bool bio_sync(const Bio* b) {
-  return b->op == ReqOp::read || (b->flags & (kBioSync | kBioFua | kBioPreflush | kBioMeta));
+  return b->op == ReqOp::read || (b->flags & (kBioSync | kBioFua | kBioPreflush));
 }
 // A discard counts as one sector, as throtl_bio_data_size: its range is
 // not data moved.
@@ -318,11 +318,19 @@ bool throtl_bio_slow(QueueImpl* q, Bio* bio) {
   // Climb while each level lets it pass, charging each; stop at the first
   // that has bios waiting (FIFO) or no allowance left.
   for (uint64_t w; tg; tg = tg->parent) {
-    if (tg->dir[d].nr_queued || !may_dispatch(tg, d, bio, now, &w)) break;
-    charge(tg->dir[d], bio);
-    // Trimmed on the way too, or a group whose bios never wait would keep
-    // extending one slice.
-    trim(tg->dir[d], now);
+    if (!tg->dir[d].nr_queued && may_dispatch(tg, d, bio, now, &w)) {
+      charge(tg->dir[d], bio);
+      // Trimmed on the way too, or a group whose bios never wait would
+      // keep extending one slice.
+      trim(tg->dir[d], now);
+    } else if (bio->flags & kBioMeta) {
+      // Metadata is never held (bio_issue_as_root_blkg): waiting data may
+      // depend on it, a priority inversion. It goes over the limit and is
+      // charged, so the group's next bios pay for it.
+      charge(tg->dir[d], bio);
+    } else {
+      break;
+    }
   }
   if (!tg) {
     bio->throtl_flags |= kThrotlBpsDone;

@@ -97,7 +97,8 @@ struct ThrotlData {
   bool dying = false;                 // the queue is going: nothing waits
 };
 
-// Made and freed with the queue (QueueImpl::init, the destructor's end).
+// Made and freed with the queue (QueueImpl::init, the destructor's end,
+// which waits for a release still running). Task context.
 void throtl_init_queue(QueueImpl* q);
 void throtl_exit_queue(QueueImpl* q);
 
@@ -109,9 +110,12 @@ void throtl_tg_free(ThrotlGroup* tg);
 // The bio stage (blk_throtl_bio): true if the throttle took bio, which then
 // reaches the queue later through submit_bio_throttled (or ends with
 // `ioerr` if the queue dies first); false if it goes on now, charged.
-// Task context; takes the queue's throttle lock only while a limit is set
-// on some group of the queue.
+// bio has a blkg. Task context; called only while throtl_active (the fast
+// path's gate); takes the queue's throttle lock.
 bool throtl_bio_slow(QueueImpl* q, Bio* bio);
+// Whether any group of the queue has a limit: the one load a charged bio
+// pays before throtl_bio_slow. Relaxed: a limit being set races with the
+// bios submitted meanwhile, as in the kernel. Any context.
 inline bool throtl_active(const ThrotlData* td) { return td->nr_limited.load(std::memory_order_relaxed) != 0; }
 
 // The group of blkg was removed: its waiting bios go now, without its
