@@ -29,7 +29,8 @@ constexpr unsigned kReadQuantum = kGroupQuantum * 3 / 4;
 constexpr unsigned kRoundQuantum = 32;
 // Within a direction, sync bios (reads, and writes marked sync, FUA or
 // PREFLUSH) go first, but an async one goes after this many syncs
-// in a row, so that a stream of syncs cannot starve it. blkmq's ratio.
+// in a row, so that a stream of syncs cannot starve it (the ratio of the
+// linux-block patch that split the queues, THROTL_SYNC_FACTOR).
 constexpr unsigned kSyncPerAsync = 4;
 
 uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
