@@ -44,7 +44,8 @@ Status parse_one(std::string_view tok, ThrotlConf* c) {
     if (!r) return r.status();
     val = *r;
   }
-  (k < 2 ? c->bps : c->iops)[k % 2] = val;
+  if (k < 2) c->bps[k] = val;
+  else c->iops[k - 2] = val;
   return Status::OK();
 }
 
