@@ -323,6 +323,9 @@ TEST_F(Throtl, AChildsLowerLimitHoldsUnderItsParents) {
 // A throttled bio holds no request and no tag: with one tag, a root bio
 // still goes while limited ones wait.
 TEST_F(Throtl, AThrottledBioHoldsNoTag) {
+  // Were the limit not applied, the second bio would wait for the one tag
+  // on this thread: the watchdog turns that into a failure.
+  Watchdog w("Throtl.AThrottledBioHoldsNoTag", std::chrono::seconds(60));
   StubDriver::Options o;
   o.depth = 1;
   o.mode = CompleteMode::never;
