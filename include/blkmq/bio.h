@@ -70,6 +70,11 @@ struct Bio {
   BioEndIo end_io = nullptr;          // required
   void* private_data = nullptr;       // caller's cookie
   BlkStatus status = BlkStatus::ok;   // valid when end_io runs
+  // Owned by the core: io.max's marks (src/qos/throtl.h: bytes charged, a
+  // split part), set only on a bio charged to a group and cleared with its
+  // blkg in bio_endio, so neither submit nor bio_reinit need touch it. In
+  // status's padding: the bio does not grow.
+  uint8_t throtl_flags = 0;
 
   // Owned by the core while the bio is in flight.
   Bio* bi_next = nullptr;             // chain inside a request

@@ -204,7 +204,9 @@ class Queue {
   // Starts removal, as del_gendisk marks a disk dead: every bio submitted
   // from now on ends with ioerr at once, submitters waiting for a freeze
   // wake and end theirs with ioerr, alloc_request returns nullptr; I/O
-  // already in flight or queued completes normally. Lets a device go away
+  // already in flight or queued completes normally, except bios io.max
+  // holds back (docs/QOS.md): they end with ioerr here, on the caller's
+  // thread, as the kernel's are cancelled at del_gendisk. Lets a device go away
   // while other threads still submit to it: they see errors, stop, and
   // then the queue is destroyed. Irreversible, idempotent; any thread.
   void mark_dead();

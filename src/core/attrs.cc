@@ -392,9 +392,9 @@ Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view va
     const std::string trimmed = trim(value);  // owned: the view below must not outlive it
     const std::string_view v = trimmed;
     if (auto r = group_attr(q, path.substr(kCgroup.size()), &v)) return r->ok() ? Status::OK() : r->status();
+    return blkcg_attr_store(q, path.substr(kCgroup.size()), value);
   }
-  if (path.substr(0, 3) == "mq/" || path.substr(0, kCgroup.size()) == kCgroup)
-    return Status::invalid(std::string(path) + ": read-only attribute");
+  if (path.substr(0, 3) == "mq/") return Status::invalid(std::string(path) + ": read-only attribute");
   if (const DriverAttr* d = find_driver_attr(q, path)) {
     if (!d->store) return Status::invalid(std::string(path) + ": read-only attribute");
     return d->store(trim(value));

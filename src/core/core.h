@@ -32,6 +32,7 @@ class Writer;
 
 class QueueImpl;
 class TagSetImpl;
+struct ThrotlData;
 
 // ---------------------------------------------------------------- tags --
 
@@ -345,6 +346,8 @@ class QueueImpl final : public Queue {
   // Which bios the chain wants (rq_qos_wants): the union of its policies'
   // filters, set with the queue frozen, plus the rq_qos_watch_all count.
   std::atomic<uint64_t> rq_qos_want_{0};
+  // io.max (src/qos/throtl.h): made in init, freed at the destructor's end.
+  ThrotlData* throtl_ = nullptr;
 };
 
 inline QueueImpl* to_impl(Queue* q) { return static_cast<QueueImpl*>(q); }
@@ -453,6 +456,11 @@ void update_io_ticks(QueueImpl* q, uint64_t now_ns, bool busy);
 void bio_to_request(Request* rq, Bio* bio, unsigned nr_segs);
 // Ends a bio: its end_io runs, exactly once. Any context.
 void bio_endio(Bio* bio);
+// A bio io.max held, released into the queue past the throttle stage
+// (blk_throtl_dispatch_work_fn's submit_bio_noacct_nocheck): counted in
+// io.stat and traced as queued now, then split and submitted; a split part
+// goes straight to the queue. kblockd (the throttle's work).
+void submit_bio_throttled(QueueImpl* q, Bio* bio);
 
 // merge.cc: merging into plugged, ctx and elevator requests.
 // Merges bio into a request in the caller's plug; true if it did. Task.

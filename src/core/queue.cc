@@ -9,6 +9,7 @@
 #include "blkmq/plug.h"
 #include "core/blktrace_writer.h"
 #include "core/core.h"
+#include "qos/throtl.h"
 #include "qos/blkcg.h"
 #include "qos/wbt.h"
 #include "core/time.h"
@@ -129,6 +130,7 @@ constexpr uint32_t kMinSegmentSize = 4096;  // BLK_MIN_SEGMENT_SIZE
 constexpr uint32_t kPageSize = 4096;        // PAGE_SIZE
 
 Status QueueImpl::init() {
+  throtl_init_queue(this);
   QueueLimits& l = limits_;
   const uint32_t lbs = l.logical_block_size;
   if (lbs < kSectorSize || lbs > kMaxBlockSize || (lbs & (lbs - 1)))
@@ -255,6 +257,9 @@ QueueImpl::~QueueImpl() {
   // the queue is off the set's list, where no update can reach it.
   std::shared_lock<std::shared_mutex> update(set_->update_lock_);
   mark_dead_impl();
+  // Bios io.max holds end now: they hold no usage reference, so the drain
+  // below would not wait for them (blk_throtl_cancel_bios at del_gendisk).
+  if (throtl_) throtl_cancel_bios(this);
   // Drain: everything submitted ends; queued I/O is dispatched.
   if (quiesce_depth_.load()) {
     quiesce_depth_.store(0);
@@ -281,6 +286,8 @@ QueueImpl::~QueueImpl() {
   update.unlock();
   for (auto& h : hctx_graveyard_) h->run_work.cancel_sync();
   flush_queue_free(fq_);
+  // After the blkgs: unlinking one takes its group's bios off the throttle.
+  if (throtl_) throtl_exit_queue(this);
   std::lock_guard<std::mutex> l(trace_lock_);  // the drained I/O's events go in the files
   trace_stop_locked(this);
 }
@@ -307,7 +314,11 @@ void Queue::freeze() {
 
 void Queue::unfreeze() { to_impl(this)->unfreeze_impl(); }
 
-void Queue::mark_dead() { to_impl(this)->mark_dead_impl(); }
+void Queue::mark_dead() {
+  QueueImpl* q = to_impl(this);
+  q->mark_dead_impl();
+  throtl_cancel_bios(q);  // what io.max holds ends too, as at del_gendisk
+}
 
 void Queue::quiesce() {
   QueueImpl* q = to_impl(this);

@@ -11,6 +11,7 @@
 #include "core/core.h"
 #include "core/trace.h"
 #include "qos/blkcg.h"
+#include "qos/throtl.h"
 
 namespace blkmq {
 namespace {
@@ -337,6 +338,18 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   }
 }
 
+// Each part after the first went back through submit_bio_noacct in the
+// kernel, so io.max counts an I/O for it (not its bytes, charged with the
+// whole bio: BIO_BPS_THROTTLED). The part takes a reference on the bio's
+// blkg, dropped when it ends. True if io.max holds it.
+bool throtl_split_part(QueueImpl* q, const Bio* bio, Bio* part) {
+  if (!throtl_active(q->throtl_)) return false;
+  part->blkg = bio->blkg;
+  part->blkg->ref.fetch_add(1, std::memory_order_relaxed);
+  part->throtl_flags = kThrotlBpsDone | kThrotlSplitPart;
+  return throtl_bio_slow(q, part);
+}
+
 [[gnu::noinline]] void submit_split(QueueImpl* q, Bio* bio) {
   std::unique_ptr<SplitParent> sp = split_bio(q, bio);
   if (!sp) {
@@ -350,11 +363,14 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     // The kernel splits off one front part at a time and resubmits the
     // rest: X names each front part and where the rest starts.
     if (i + 1 < n) trace_split(q, &raw->children[i], raw->children[i + 1].sector);
+    if (i > 0 && bio->blkg && throtl_split_part(q, bio, &raw->children[i])) continue;
     submit_one(q, &raw->children[i]);
   }
 }
 
-void submit_checked(QueueImpl* q, Bio* bio, size_t max_vec) {
+// Forced inline: Queue::submit_bio's copy is the fast path, and a second
+// caller (submit_bio_throttled) must not turn it into a call.
+[[gnu::always_inline]] inline void submit_checked(QueueImpl* q, Bio* bio, size_t max_vec) {
   if (needs_split(q, bio, max_vec)) submit_split(q, bio);
   else submit_one(q, bio);
 }
@@ -366,6 +382,18 @@ void bio_endio(Bio* bio) {
     rq_qos_done_bio(bio);
   blkcg_bio_end(bio);
   bio->end_io(bio);
+}
+
+void submit_bio_throttled(QueueImpl* q, Bio* bio) {
+  if (bio->throtl_flags & kThrotlSplitPart) {
+    submit_one(q, bio);
+    return;
+  }
+  blkcg_bio_account(bio);
+  trace_bio(q, bio, blktrace::kQueue);
+  size_t max_vec = 0;
+  for (uint16_t i = 0; i < bio->nr_vecs; i++) max_vec = std::max(max_vec, bio->vec[i].iov_len);
+  submit_checked(q, bio, max_vec);
 }
 
 void bio_to_request(Request* rq, Bio* bio, unsigned nr_segs) {
@@ -396,8 +424,11 @@ void Queue::submit_bio(Bio* bio) {
   // (blk_cgroup_bio_start in submit_bio_noacct_nocheck). The root group
   // is not counted per bio; while no context is in another group, this
   // is one load and a branch.
+  // io.max runs here too, before the queue (blk_throtl_bio): a bio it
+  // holds takes no request, tag or usage reference while it waits. Only a
+  // group's bios can be limited, so the fast path pays nothing more.
   if (io_group_members_any()) [[unlikely]]
-    blkcg_bio_start_ioc(q, bio);
+    if (blkcg_bio_start_ioc(q, bio)) return;
   trace_bio(q, bio, blktrace::kQueue);
   // __submit_bio once wrapped every bio in a plug; queue/submit_plug=implicit
   // brings that back (seed 000's "before").

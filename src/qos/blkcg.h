@@ -19,6 +19,7 @@ namespace blkmq {
 
 class QueueImpl;
 struct IolatGrp;
+struct ThrotlGroup;
 
 // io.stat's three kinds (blk_cgroup_io_type): discards, other writes
 // (flushes and zeroing included), reads.
@@ -61,6 +62,9 @@ struct Blkg {
   // io.latency's state on this queue (src/qos/iolatency.cc), made when
   // the policy first sees the blkg, freed with it or with the policy.
   std::atomic<IolatGrp*> iolat{nullptr};
+  // io.max's state on this queue (src/qos/throtl.h), made and freed with
+  // the blkg.
+  ThrotlGroup* tg = nullptr;
 };
 
 // The kind of I/O a bio counts as in io.stat. Pure.
@@ -76,13 +80,19 @@ inline IostatType iostat_type(ReqOp op) {
 extern std::atomic<int> g_io_group_members;
 inline bool io_group_members_any() { return g_io_group_members.load(std::memory_order_relaxed) != 0; }
 
-// Charges bio to its context's group, if that is not the root. Task.
-void blkcg_bio_start_ioc(QueueImpl* q, Bio* bio);
-// Charges bio to g on q (blk_cgroup_bio_start, from submit_bio_noacct):
-// looks up or makes the blkg, takes a reference for the bio (bio->blkg),
-// counts one I/O and its bytes. g is not the root. Task context; takes
-// g's spinlock, and the tree mutex the first time g is used on q.
-void blkcg_bio_start(QueueImpl* q, Bio* bio, IoGroup* g);
+// Charges bio to its context's group, if that is not the root, and passes
+// it through io.max: true if io.max took it (it reaches the queue later,
+// through submit_bio_throttled), false if it goes on now. Task.
+bool blkcg_bio_start_ioc(QueueImpl* q, Bio* bio);
+// Associates bio with g's blkg on q (bio_associate_blkg): looks up or
+// makes it, takes a reference for the bio (bio->blkg). False if g was
+// removed meanwhile (the bio is then charged to nobody, as the kernel's
+// falls back to the root). g is not the root. Task context; takes g's
+// spinlock, and the tree mutex the first time g is used on q.
+bool blkcg_bio_associate(QueueImpl* q, Bio* bio, IoGroup* g);
+// Counts bio in its blkg's io.stat: one I/O and its bytes (the kernel's
+// blk_cgroup_bio_start, after blk-throttle let it pass). Any context.
+void blkcg_bio_account(const Bio* bio);
 // Counts `n` more I/Os for a bio split into n + 1 parts (the kernel counts
 // an I/O per split and the bytes once, BIO_CGROUP_ACCT). Any context.
 inline void blkcg_bio_count_splits(const Bio* bio, unsigned n) {
@@ -94,6 +104,7 @@ void blkg_put(Blkg* blkg);
 inline void blkcg_bio_end(Bio* bio) {
   if (Blkg* b = bio->blkg) [[unlikely]] {
     bio->blkg = nullptr;
+    bio->throtl_flags = 0;  // set only on charged bios: cleared here, off the fast path
     blkg_put(b);
   }
 }
@@ -109,11 +120,18 @@ Blkg* blkg_conf_get_locked(QueueImpl* q, IoGroup* g);
 // last bio ended.
 void blkcg_exit_queue(QueueImpl* q);
 
-// "cgroup/<group path>/io.stat" for a path under "cgroup/": the line of
-// q's device in the kernel's format, counts of the group's whole subtree.
-// Task context.
+// "cgroup/<group path>/<file>" for a path under "cgroup/": io.stat (the
+// line of q's device in the kernel's format, counts of the group's whole
+// subtree) or io.max (its limits on q; "" when none, no file for the
+// root). Task context.
 Result<std::string> blkcg_attr_show(const QueueImpl* q, std::string_view rest);
-// The attribute names of every group ("cgroup/io.stat", "cgroup/a/io.stat").
+// Writes "cgroup/<group path>/io.max" (the only writable group file),
+// making the group if it is missing, so `--attr cgroup/a/io.max=...` works
+// at device creation. A bad value is EINVAL and changes (and makes)
+// nothing. Task context; takes the tree mutex.
+Status blkcg_attr_store(QueueImpl* q, std::string_view rest, std::string_view value);
+// The attribute names of every group: "cgroup/io.stat", and
+// "cgroup/a/io.stat" and "cgroup/a/io.max" for each group below the root.
 std::vector<std::string> blkcg_attr_names();
 
 // The tree's mutex (blkcg_pol_mutex and the queue_lock in one). Order:

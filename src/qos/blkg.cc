@@ -9,6 +9,7 @@
 #include "core/core.h"
 #include "qos/blkcg.h"
 #include "qos/iolatency.h"
+#include "qos/throtl.h"
 
 namespace blkmq {
 namespace {
@@ -34,6 +35,7 @@ Blkg* blkg_create_locked(QueueImpl* q, IoGroup* g) {
   b->group = g;
   io_group_get(g);
   if ((b->parent = parent)) parent->ref.fetch_add(1, std::memory_order_relaxed);
+  b->tg = throtl_tg_alloc(q, parent);
   q->blkgs_.push_back(b);
   g->blkg_lock.lock();
   g->blkgs.push_back(b);
@@ -84,15 +86,25 @@ std::string root_iostat(const QueueImpl* q) {
 
 }  // namespace
 
-void blkcg_bio_start_ioc(QueueImpl* q, Bio* bio) {
+bool blkcg_bio_start_ioc(QueueImpl* q, Bio* bio) {
   const IoContext* ioc = bio->ioc ? bio->ioc : current_io_context();
-  if (IoGroup* g = ioc->group) blkcg_bio_start(q, bio, g);
+  IoGroup* g = ioc->group;
+  if (!g || !blkcg_bio_associate(q, bio, g)) return false;
+  // io.max first, io.stat once it passes: the kernel's blk_throtl_bio runs
+  // before blk_cgroup_bio_start.
+  if (throtl_active(q->throtl_) && throtl_bio_slow(q, bio)) return true;
+  blkcg_bio_account(bio);
+  return false;
 }
 
-void blkcg_bio_start(QueueImpl* q, Bio* bio, IoGroup* g) {
+bool blkcg_bio_associate(QueueImpl* q, Bio* bio, IoGroup* g) {
   Blkg* b = blkg_lookup_get(q, g);
-  if (!b) return;
   bio->blkg = b;
+  return b != nullptr;
+}
+
+void blkcg_bio_account(const Bio* bio) {
+  Blkg* b = bio->blkg;
   const unsigned t = iostat_type(bio->op);
   b->bytes[t].fetch_add(bio->size, std::memory_order_relaxed);
   b->ios[t].fetch_add(1, std::memory_order_relaxed);
@@ -103,6 +115,7 @@ void blkg_put(Blkg* b) {
     Blkg* parent = b->parent;
     io_group_put(b->group);
     iolatency_blkg_free(b);
+    throtl_tg_free(b->tg);
     delete b;
     b = parent;
   }
@@ -110,6 +123,7 @@ void blkg_put(Blkg* b) {
 
 void blkg_unlink_locked(Blkg* b) {
   iolatency_blkg_offline(b);
+  throtl_blkg_offline(b);
   b->online = false;
   IoGroup* g = b->group;
   g->blkg_lock.lock();
@@ -135,18 +149,44 @@ void blkcg_exit_queue(QueueImpl* q) {
   for (Blkg* b : dying) blkg_put(b);
 }
 
-Result<std::string> blkcg_attr_show(const QueueImpl* q, std::string_view rest) {
-  constexpr std::string_view kFile = "io.stat";
-  if (rest.size() < kFile.size() || rest.substr(rest.size() - kFile.size()) != kFile ||
-      (rest.size() > kFile.size() && rest[rest.size() - kFile.size() - 1] != '/'))
-    return Status::invalid("cgroup/" + std::string(rest) + ": expected cgroup/<group path>/io.stat");
-  const std::string_view path = rest.substr(0, rest.size() - kFile.size());
-  if (path.empty() || path == "/") return root_iostat(q);
+namespace {
+
+constexpr std::string_view kIoStat = "io.stat";
+constexpr std::string_view kIoMax = "io.max";
+
+// Splits "<group path>/<file>" ("io.stat" alone: the root) into the path
+// and the file; false if rest names neither file.
+bool split_attr(std::string_view rest, std::string_view* path, std::string_view* file) {
+  for (std::string_view f : {kIoStat, kIoMax}) {
+    if (rest.size() < f.size() || rest.substr(rest.size() - f.size()) != f) continue;
+    if (rest.size() > f.size() && rest[rest.size() - f.size() - 1] != '/') continue;
+    *path = rest.substr(0, rest.size() - f.size());
+    *file = f;
+    return true;
+  }
+  return false;
+}
+
+bool is_root_path(std::string_view p) { return p.empty() || p == "/"; }
+
+Status no_group(std::string_view rest) {
+  return Status::error(ENOENT, "cgroup/" + std::string(rest) + ": no such I/O group");
+}
+
+// The blkg of g on q, if g was ever used or configured on q. Under the
+// tree mutex.
+Blkg* blkg_of(const QueueImpl* q, IoGroup* g) {
+  std::lock_guard<base::SpinLock> l(g->blkg_lock);
+  return find_blkg(g, q);
+}
+
+Result<std::string> iostat_show(const QueueImpl* q, std::string_view rest, std::string_view path) {
+  if (is_root_path(path)) return root_iostat(q);
   uint64_t bytes[kIostatNr] = {}, ios[kIostatNr] = {};
   // Held from the lookup on, so the group cannot be removed meanwhile.
   std::lock_guard<std::mutex> l(blkcg_tree_lock());
   IoGroup* g = io_group_find_locked(path);
-  if (!g) return Status::error(ENOENT, "cgroup/" + std::string(rest) + ": no such I/O group");
+  if (!g) return no_group(rest);
   // Hierarchical, as cgroup v2's io.stat: the group and every descendant.
   for (const Blkg* b : q->blkgs_) {
     if (!in_subtree(b->group, g)) continue;
@@ -158,9 +198,47 @@ Result<std::string> blkcg_attr_show(const QueueImpl* q, std::string_view rest) {
   return iostat_line(q, bytes, ios);
 }
 
+}  // namespace
+
+Result<std::string> blkcg_attr_show(const QueueImpl* q, std::string_view rest) {
+  std::string_view path, file;
+  if (!split_attr(rest, &path, &file))
+    return Status::invalid("cgroup/" + std::string(rest) + ": expected cgroup/<group path>/io.stat or io.max");
+  if (file == kIoStat) return iostat_show(q, rest, path);
+  // cgroup v2 has no io.max in the root: the root is never limited.
+  if (is_root_path(path)) return no_group(rest);
+  std::lock_guard<std::mutex> l(blkcg_tree_lock());
+  IoGroup* g = io_group_find_locked(path);
+  if (!g) return no_group(rest);
+  return throtl_iomax_show(q, blkg_of(q, g));
+}
+
+Status blkcg_attr_store(QueueImpl* q, std::string_view rest, std::string_view value) {
+  std::string_view path, file;
+  if (!split_attr(rest, &path, &file) || file != kIoMax || is_root_path(path))
+    return Status::invalid("cgroup/" + std::string(rest) + ": read-only attribute (only a group's io.max is written)");
+  Result<ThrotlConf> c = throtl_iomax_parse(value);
+  if (!c) return c.status();
+  if (Result<IoGroup*> made = io_group_create(path); !made) return made.status();
+  std::lock_guard<std::mutex> l(blkcg_tree_lock());
+  IoGroup* g = io_group_find_locked(path);
+  if (!g) return no_group(rest);  // removed since it was made
+  // The limits live in the blkg, made now if no bio made it yet (the
+  // kernel's blkg_conf_prep does the same).
+  throtl_iomax_apply(q, blkg_create_locked(q, g), *c);
+  return Status::OK();
+}
+
 std::vector<std::string> blkcg_attr_names() {
   std::vector<std::string> out;
-  for (const std::string& p : io_group_list()) out.push_back("cgroup" + (p == "/" ? std::string() : p) + "/io.stat");
+  for (const std::string& p : io_group_list()) {
+    if (p == "/") {
+      out.push_back("cgroup/io.stat");
+      continue;
+    }
+    out.push_back("cgroup" + p + "/io.stat");
+    out.push_back("cgroup" + p + "/io.max");
+  }
   return out;
 }
 

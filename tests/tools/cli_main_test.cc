@@ -50,6 +50,17 @@ TEST(CliMain, ShowAttrOfAMissingAttributeIsAnError) {
 // fio's cgroup=NAME (issue 28): the job's I/O is charged to /NAME, which
 // --show_attr reads after the run when cgroup_nodelete keeps it; without
 // it the group is gone, and a bad name is refused with the options.
+// io.max at device creation (issue 28): --attr makes the group and sets
+// the limit, the job joins the group and is paced, and a bad value stops
+// the run before it starts.
+TEST(CliMain, IoMaxAttrLimitsTheJobsGroup) {
+  expect_cli("bench --driver=null --name=x --rw=read --bs=4k --size=64k --attr=cgroup/lim/io.max=riops=100"
+             " --cgroup=lim --cgroup_nodelete --show_attr=cgroup/lim/io.max --show_attr=cgroup/lim/io.stat",
+             0, "rbps=max wbps=max riops=100 wiops=max");
+  expect_cli("bench --driver=null --name=x --rw=read --bs=4k --size=64k --attr=cgroup/lim/io.max=riops=0"
+             " --cgroup=lim", 1, "io.max: riops: '0' is out of range");
+}
+
 TEST(CliMain, CgroupChargesTheJobsGroup) {
   expect_cli("bench --driver=null --name=x --rw=read --bs=4k --size=1m --cgroup=tenant --cgroup_nodelete"
              " --show_attr=cgroup/tenant/io.stat", 0, "rbytes=1048576 wbytes=0 rios=256 wios=0");
