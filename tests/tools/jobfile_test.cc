@@ -128,6 +128,25 @@ TEST(JobFile, DeviceOptionsOnlyInGlobal) {
   }
 }
 
+// fio's direct= is per job: in a job section it marks that job's writes
+// (wbt's writeback) and leaves the device's own direct= alone, so a reader
+// and a buffered writer share one device (bench/fidelity's wbt case).
+TEST(JobFile, DirectInAJobSectionMarksItsWritesNotTheDevice) {
+  std::vector<blkmq::ParamInfo> params = {{"direct", "1", "O_DIRECT"}};
+  TempFile f("[global]\ndirect=1\n[reader]\nrw=randread\n[writer]\nrw=write\ndirect=0\n");
+  BenchConfig cfg;
+  ParseOutcome po = parse({f.path()}, &cfg, params);
+  ASSERT_TRUE(po.proceed) << po.message;
+  ASSERT_EQ(cfg.jobs.size(), 2u);
+  EXPECT_FALSE(cfg.jobs[0].writeback);
+  EXPECT_TRUE(cfg.jobs[1].writeback);
+  EXPECT_EQ(cfg.device_params.at("direct"), "1");
+  TempFile bad("[j]\ndirect=maybe\n");
+  po = parse({bad.path()}, &cfg, params);
+  EXPECT_FALSE(po.proceed);
+  EXPECT_NE(po.message.find(":2: "), std::string::npos) << po.message;
+}
+
 TEST(JobFile, BadOptionsNameFileAndLine) {
   struct Case {
     const char* text;

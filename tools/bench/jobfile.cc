@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/parse.h"
+
 namespace bench {
 namespace {
 
@@ -60,6 +62,17 @@ Status apply_entry(BenchConfig& cfg, JobSpec& job, const IniEntry& e, bool globa
   if (e.bare && (d ? !d->flag : is_device_option(cfg, e.key)))
     return Status::invalid(at(file, e.line) + "option '" + e.key + "' needs a value (" + e.key + "=VALUE)");
   const std::string_view value = e.bare ? std::string_view("1") : std::string_view(e.value);  // bare flag: on
+  // fio's direct= is a job's; here one device serves the run, opened once,
+  // so in a job section it says only how that job's writes are marked
+  // (page-cache writeback, which wbt throttles, or O_DIRECT-like). The
+  // driver's own `direct` comes from [global] or the command line.
+  if (!global && e.key == "direct") {
+    auto direct = blkmq::base::parse_bool("direct", value);
+    if (!direct) return Status::invalid(at(file, e.line) + direct.status().message());
+    job.writeback = !*direct;
+    job.given.emplace_back(e.key, std::string(value));
+    return Status::OK();
+  }
   if (!global && is_device_option(cfg, e.key))
     return Status::invalid(at(file, e.line) + "'" + e.key +
                            "' is a device option: set it in [global] or on the command line (one device per run)");
