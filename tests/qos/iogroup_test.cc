@@ -10,22 +10,12 @@
 
 #include "blkmq/blkmq.h"
 #include "support/device_test_util.h"
+#include "support/in_group.h"
 #include "support/stub_driver.h"
 #include "support/watchdog.h"
 
 namespace blkmq::test {
 namespace {
-
-// Puts the calling thread's context in `path` for the life of the object
-// and back in the root after, so the group can be removed.
-struct InGroup {
-  explicit InGroup(const std::string& path) {
-    auto g = io_group_create(path);
-    EXPECT_TRUE(g.ok());
-    EXPECT_TRUE(io_context_set_group(current_io_context(), *g).ok());
-  }
-  ~InGroup() { EXPECT_TRUE(io_context_set_group(current_io_context(), nullptr).ok()); }
-};
 
 std::string iostat(const Queue& q, const std::string& group) {
   auto r = q.attr("cgroup" + group + "/io.stat");

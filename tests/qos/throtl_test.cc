@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "blkmq/blkmq.h"
+#include "support/in_group.h"
 #include "support/stub_driver.h"
 #include "support/wait.h"
 #include "support/watchdog.h"
@@ -22,17 +23,6 @@ namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kSec = 1000 * kMs;
-
-// Puts the calling thread's context in `path` for the life of the object,
-// and back in the root after, so the group can be removed.
-struct InGroup {
-  explicit InGroup(const std::string& path) {
-    auto g = io_group_create(path);
-    EXPECT_TRUE(g.ok());
-    EXPECT_TRUE(io_context_set_group(current_io_context(), *g).ok());
-  }
-  ~InGroup() { EXPECT_TRUE(io_context_set_group(current_io_context(), nullptr).ok()); }
-};
 
 // One bio and when (on the queue's clock) and how it ended.
 struct Io {

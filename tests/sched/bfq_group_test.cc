@@ -45,22 +45,9 @@ struct RemoveGroups {
   }
 };
 
-// A context's stream of requests, kept `depth` deep, sequential and never
-// merging (a gap after each), as in bfq_sched_test; up to three streams fit
-// the stub device's 64 MiB (bases 0, 40000, 80000).
-struct Stream {
-  IoContext* ctx;
-  uint64_t base;
-  uint32_t sectors = 64;
-  uint64_t next = 0;
-  void one(BfqSim& sim) {
-    sim.submit(ctx, base + next % 36000, sectors);
-    next += 2 * sectors;
-  }
-  void fill(BfqSim& sim, int depth) {
-    for (int i = 0; i < depth; i++) one(sim);
-  }
-};
+// Up to three streams (Stream, support/bfq_test_util.h) fit the stub
+// device's 64 MiB at bases 0, 40000 and 80000, each within 36000 sectors.
+constexpr uint64_t kSpan = 36000;
 
 // Serves `steps` requests of saturating readers (one stream per context,
 // refilled as served) and returns the sectors each context got.
@@ -99,7 +86,7 @@ TEST_P(BfqGroupShares, TwoGroupsByWeight) {
   BfqSim sim(GetParam());
   quick(sim);
   GroupCtx a("/bfqg_w100", 100), b("/bfqg_w300", 300);
-  std::vector<Stream> st{{a.ioc.get(), 0}, {b.ioc.get(), 40000}};
+  std::vector<Stream> st{{a.ioc.get(), 0, kSpan}, {b.ioc.get(), 40000, kSpan}};
   auto served = serve(sim, st, 3000);
   const double sa = share(served, a.ioc.get()), sb = share(served, b.ioc.get());
   std::printf("[          ] groups 100:300 -> %.3f:%.3f\n", sa, sb);
@@ -148,7 +135,7 @@ TEST(BfqGroup, TwoLevelTree) {
   ASSERT_TRUE(io_group_create("/bfqg_a").ok());
   ASSERT_TRUE(sim.q().set_attr("cgroup/bfqg_a/io.bfq.weight", "300"));
   GroupCtx x("/bfqg_a/x", 100), y("/bfqg_a/y", 100), b("/bfqg_b", 100);
-  std::vector<Stream> st{{x.ioc.get(), 0}, {y.ioc.get(), 40000}, {b.ioc.get(), 80000}};
+  std::vector<Stream> st{{x.ioc.get(), 0, kSpan}, {y.ioc.get(), 40000, kSpan}, {b.ioc.get(), 80000, kSpan}};
   auto served = serve(sim, st, 4000);
   const double sx = share(served, x.ioc.get()), sy = share(served, y.ioc.get()), sb = share(served, b.ioc.get());
   std::printf("[          ] /a(300){x,y} /b(100) -> %.3f %.3f %.3f\n", sx, sy, sb);
@@ -164,7 +151,7 @@ TEST(BfqGroup, ContextWeightsSplitTheGroupShare) {
   BfqSim sim;
   quick(sim);
   GroupCtx g1("/bfqg_g", 100, 200), g2("/bfqg_g", 100, 100), h("/bfqg_h", 100);
-  std::vector<Stream> st{{g1.ioc.get(), 0}, {g2.ioc.get(), 40000}, {h.ioc.get(), 80000}};
+  std::vector<Stream> st{{g1.ioc.get(), 0, kSpan}, {g2.ioc.get(), 40000, kSpan}, {h.ioc.get(), 80000, kSpan}};
   auto served = serve(sim, st, 4000);
   const double s1 = share(served, g1.ioc.get()), s2 = share(served, g2.ioc.get()), sh = share(served, h.ioc.get());
   std::printf("[          ] /g{200,100} /h -> %.3f %.3f %.3f\n", s1, s2, sh);
@@ -182,7 +169,7 @@ TEST(BfqGroup, RootQueuesCompeteWithGroups) {
   quick(sim);
   auto root_ctx = make_ioc();
   GroupCtx g("/bfqg_r", 120);
-  std::vector<Stream> st{{root_ctx.get(), 0}, {g.ioc.get(), 40000}};
+  std::vector<Stream> st{{root_ctx.get(), 0, kSpan}, {g.ioc.get(), 40000, kSpan}};
   auto served = serve(sim, st, 3000);
   EXPECT_NEAR(share(served, root_ctx.get()), 0.25, 0.05);
 }

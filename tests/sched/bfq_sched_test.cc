@@ -10,22 +10,6 @@
 namespace blkmq::test {
 namespace {
 
-// Keeps `depth` requests of `sectors` queued for a context, spaced so that
-// they never merge (a gap after each) but stay sequential for bfq.
-struct Stream {
-  IoContext* ctx;
-  uint64_t base;
-  uint32_t sectors = 64;
-  uint64_t next = 0;
-  void one(BfqSim& sim) {
-    sim.submit(ctx, base + next % 60000, sectors);
-    next += 2 * sectors;
-  }
-  void fill(BfqSim& sim, int depth) {
-    for (int i = 0; i < depth; i++) one(sim);
-  }
-};
-
 class BfqSchedTest : public ::testing::TestWithParam<BfqInsert> {};
 
 // Two backlogged contexts, weights 200 and 100: sectors served 2:1.

@@ -218,4 +218,22 @@ class BfqSim {
 inline uint16_t rt_prio(unsigned level = 4) { return ioprio_value(IoprioClass::rt, level); }
 inline uint16_t idle_prio() { return ioprio_value(IoprioClass::idle, 7); }
 
+// Keeps `depth` requests of `sectors` queued for a context, spaced so that
+// they never merge (a gap after each) but stay sequential for bfq, within
+// `span` sectors from `base` (several streams share the stub's 64 MiB).
+struct Stream {
+  IoContext* ctx;
+  uint64_t base;
+  uint64_t span = 60000;
+  uint32_t sectors = 64;
+  uint64_t next = 0;
+  void one(BfqSim& sim) {
+    sim.submit(ctx, base + next % span, sectors);
+    next += 2 * sectors;
+  }
+  void fill(BfqSim& sim, int depth) {
+    for (int i = 0; i < depth; i++) one(sim);
+  }
+};
+
 }  // namespace blkmq::test
