@@ -351,6 +351,17 @@ class QueueImpl final : public Queue {
 };
 
 inline QueueImpl* to_impl(Queue* q) { return static_cast<QueueImpl*>(q); }
+
+// Bio::cookie (the hctx a waiter polls or sleeps on) is written where the
+// bio becomes a request. For a bio io.max held that is the release on a
+// kblockd worker, while its submitter may already read it in Queue::wait
+// or poll: so both sides use relaxed atomic accesses (plain moves on x86).
+inline void bio_set_cookie(Bio* bio, uint64_t c) {
+  std::atomic_ref<uint64_t>(bio->cookie).store(c, std::memory_order_relaxed);
+}
+inline uint64_t bio_cookie(const Bio* bio) {
+  return std::atomic_ref<uint64_t>(const_cast<Bio*>(bio)->cookie).load(std::memory_order_relaxed);
+}
 inline const QueueImpl* to_impl(const Queue* q) { return static_cast<const QueueImpl*>(q); }
 inline HwCtxImpl* to_impl(HwCtx* h) { return static_cast<HwCtxImpl*>(h); }
 inline TagSetImpl* to_impl(TagSet* s) { return static_cast<TagSetImpl*>(s); }

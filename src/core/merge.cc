@@ -71,7 +71,7 @@ bool adjacent(const Request* rq, const Bio* bio) {
     return MergeResult::none;
   }
   rq_qos_merge(q, rq, bio);
-  bio->cookie = rq->mq_hctx->queue_num;
+  bio_set_cookie(bio, rq->mq_hctx->queue_num);
   rq->data_len += bio->size;
   rq->nr_phys_segments = static_cast<uint16_t>(rq->nr_phys_segments + nr_segs);
   account_merge(q, rq);
@@ -194,7 +194,7 @@ Request* rq_of_hash(ListNode* n) { return list_entry<Request, &Request::hash_nod
   rq->biotail = next->biotail;
   rq->data_len += next->data_len;
   rq->nr_phys_segments = static_cast<uint16_t>(rq->nr_phys_segments + next->nr_phys_segments);
-  for (Bio* b = next->bio; b; b = b->bi_next) b->cookie = rq->mq_hctx->queue_num;
+  for (Bio* b = next->bio; b; b = b->bi_next) bio_set_cookie(b, rq->mq_hctx->queue_num);
   if (next->start_time_ns && next->start_time_ns < rq->start_time_ns) rq->start_time_ns = next->start_time_ns;
   next->bio = next->biotail = nullptr;
   next->data_len = 0;

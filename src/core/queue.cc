@@ -348,7 +348,7 @@ int Queue::poll(const Bio* bio) {
   if (!q->ops_->poll) return 0;
   q->dispatch_enter();
   int n = 0;
-  const unsigned idx = static_cast<unsigned>(bio->cookie);
+  const unsigned idx = static_cast<unsigned>(bio_cookie(bio));
   // Inside the dispatch epoch (dispatch_enter above): pairs with the
   // quiesce of update_nr_hw_queues and elevator switches (queue.cc:
   // Queue::quiesce, wait_dispatch_idle) and with queue.cc:freeze_start.

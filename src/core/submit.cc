@@ -405,7 +405,7 @@ void bio_to_request(Request* rq, Bio* bio, unsigned nr_segs) {
   rq->nr_phys_segments = static_cast<uint16_t>(nr_segs);
   rq->ioprio = bio->ioprio;
   rq->ioc = bio->ioc ? bio->ioc : current_io_context();
-  bio->cookie = rq->mq_hctx->queue_num;
+  bio_set_cookie(bio, rq->mq_hctx->queue_num);
   account_io_start(rq);
 }
 

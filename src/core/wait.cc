@@ -90,7 +90,7 @@ void remove_sleeper(const void* word, Channel* ch) {
 
 void Queue::wait(const Bio* bio, std::atomic<uint32_t>* word, uint32_t val) {
   QueueImpl* q = to_impl(this);
-  const unsigned idx = static_cast<unsigned>(bio->cookie);
+  const unsigned idx = static_cast<unsigned>(bio_cookie(bio));
   if (q->ops_->wait && idx < q->nr_hw_queues_) {
     Channel* ch = tl_channel.ch;
     // Listed before the driver reads the word: a waker that changes the
