@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "core/trace.h"
 #include "qos/blkcg.h"
+#include "qos/iocost.h"
 #include "qos/iolatency.h"
 #include "qos/wbt.h"
 
@@ -388,6 +389,7 @@ Status queue_attr_store(QueueImpl* q, std::string_view path, std::string_view va
     return a.store(q, trim(value));
   }
   if (iolatency_attr_is(path)) return iolatency_attr_store(q, path, trim(value));
+  if (iocost_attr_is(path)) return iocost_attr_store(q, path, trim(value));
   if (path.substr(0, kCgroup.size()) == kCgroup) {
     const std::string trimmed = trim(value);  // owned: the view below must not outlive it
     const std::string_view v = trimmed;
@@ -416,6 +418,7 @@ Result<std::string> queue_attr_show(const QueueImpl* q, std::string_view path) {
     return a.show(q);
   }
   if (iolatency_attr_is(path)) return iolatency_attr_show(q, path);
+  if (iocost_attr_is(path)) return iocost_attr_show(q, path);
   if (path.substr(0, kCgroup.size()) == kCgroup) {
     if (auto r = group_attr(const_cast<QueueImpl*>(q), path.substr(kCgroup.size()), nullptr)) return *r;
     return blkcg_attr_show(q, path.substr(kCgroup.size()));
@@ -451,6 +454,7 @@ std::vector<std::string> queue_attr_names(const QueueImpl* q) {
   // every queue lists every group, as every cgroup has every device's line.
   for (std::string& n : blkcg_attr_names()) v.push_back(std::move(n));
   for (std::string& n : iolatency_attr_names()) v.push_back(std::move(n));
+  for (std::string& n : iocost_attr_names()) v.push_back(std::move(n));
   // The scheduler's group files (io.bfq.weight), for every group but the
   // root, as the kernel's policy files are not on the root cgroup.
   if (q->elevator_ && !q->elevator_->type->group_attrs.empty())

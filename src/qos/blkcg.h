@@ -20,6 +20,9 @@ namespace blkmq {
 class QueueImpl;
 struct IolatGrp;
 struct ThrotlGroup;
+namespace iocost {
+struct Iocg;
+}
 
 // io.stat's three kinds (blk_cgroup_io_type): discards, other writes
 // (flushes and zeroing included), reads.
@@ -39,6 +42,9 @@ class IoGroup {
   std::atomic<bool> online{true};
   // io.bfq.weight's default (io_group_bfq_weight).
   std::atomic<unsigned> bfq_weight{kIoGroupWeightDefault};
+  // io.weight's default, io.cost's weight on every device (1..10000,
+  // kIocostWeightDefault: qos/iocost.h).
+  std::atomic<unsigned> cost_weight{100};
   // Its blkgs, one per queue it has been charged on; the lookup on the
   // submit path takes only this lock (the kernel's blkcg->lock).
   base::SpinLock blkg_lock;
@@ -65,6 +71,9 @@ struct Blkg {
   // io.max's state on this queue (src/qos/throtl.h), made and freed with
   // the blkg.
   ThrotlGroup* tg = nullptr;
+  // io.cost's state on this queue (src/qos/iocost_internal.h), made when
+  // the policy first sees the blkg, freed with it or with the policy.
+  std::atomic<iocost::Iocg*> iocg{nullptr};
 };
 
 // The kind of I/O a bio counts as in io.stat. Pure.

@@ -8,6 +8,7 @@
 
 #include "core/core.h"
 #include "qos/blkcg.h"
+#include "qos/iocost.h"
 #include "qos/iolatency.h"
 #include "qos/throtl.h"
 
@@ -115,6 +116,7 @@ void blkg_put(Blkg* b) {
     Blkg* parent = b->parent;
     io_group_put(b->group);
     iolatency_blkg_free(b);
+    iocost_blkg_free(b);
     throtl_tg_free(b->tg);
     delete b;
     b = parent;
@@ -180,8 +182,15 @@ Blkg* blkg_of(const QueueImpl* q, IoGroup* g) {
   return find_blkg(g, q);
 }
 
+// io.stat's line, with the keys of the policies on q after the counts (as
+// the kernel's pd_stat_fn output follows them).
 Result<std::string> iostat_show(const QueueImpl* q, std::string_view rest, std::string_view path) {
-  if (is_root_path(path)) return root_iostat(q);
+  // The sysfs lock keeps q's policy chain in place while their keys are read.
+  std::lock_guard<std::mutex> sl(const_cast<QueueImpl*>(q)->sysfs_lock_);
+  if (is_root_path(path)) {
+    std::lock_guard<std::mutex> l(blkcg_tree_lock());
+    return root_iostat(q) + iocost_stat_keys(q, nullptr);
+  }
   uint64_t bytes[kIostatNr] = {}, ios[kIostatNr] = {};
   // Held from the lookup on, so the group cannot be removed meanwhile.
   std::lock_guard<std::mutex> l(blkcg_tree_lock());
@@ -195,7 +204,8 @@ Result<std::string> iostat_show(const QueueImpl* q, std::string_view rest, std::
       ios[t] += b->ios[t].load(std::memory_order_relaxed);
     }
   }
-  return iostat_line(q, bytes, ios);
+  const Blkg* own = blkg_of(q, g);
+  return iostat_line(q, bytes, ios) + iolatency_stat_keys(q, own) + iocost_stat_keys(q, own);
 }
 
 }  // namespace

@@ -631,6 +631,23 @@ std::vector<std::string> iolatency_attr_names() {
   return out;
 }
 
+std::string iolatency_stat_keys(const QueueImpl* q, const Blkg* b) {
+  using namespace iolat;
+  if (!b || !policy_on(q)) return "";
+  std::lock_guard<std::mutex> l(iolat_mu());
+  IolatGrp* g = b->iolat.load(std::memory_order_acquire);
+  if (!g) return "";
+  const unsigned d = g->max_depth.load(std::memory_order_relaxed);
+  const std::string depth = d == kUnlimited ? "max" : std::to_string(d);
+  if (!g->ssd)
+    return " depth=" + depth + " avg_lat=" + std::to_string(g->lat_avg.load(std::memory_order_relaxed) / 1000) +
+           " win=" + std::to_string(g->cur_win_ns.load(std::memory_order_relaxed) / kMs);
+  g->stat_lock.lock();
+  const LatStat s = g->stat;
+  g->stat_lock.unlock();
+  return " missed=" + std::to_string(s.missed) + " total=" + std::to_string(s.total) + " depth=" + depth;
+}
+
 void iolatency_blkg_offline(Blkg* b) {
   using namespace iolat;
   if (!b->iolat.load(std::memory_order_acquire)) return;

@@ -53,6 +53,14 @@ Result<std::string> iolatency_attr_show(const QueueImpl* q, std::string_view pat
 // before children. Any thread; takes the tree mutex.
 std::vector<std::string> iolatency_attr_names();
 
+// io.latency's keys for a group's io.stat line (iolatency_pd_stat, which
+// the kernel prints with blkcg_debug_stats on): " missed=N total=N
+// depth=D" on a non-rotational device (the current window's bios), "
+// depth=D avg_lat=USEC win=MS" on a rotational one; D is "max" when
+// unlimited. "" when io.latency has no state for the blkg (or b is
+// nullptr). Under q's sysfs lock and the tree mutex.
+std::string iolatency_stat_keys(const QueueImpl* q, const Blkg* b);
+
 // The blkg leaves its group's and queue's lists (the kernel's
 // pd_offline): its target goes and its siblings' scaling is reset. Under
 // the tree mutex. Cheap when io.latency never saw the blkg.

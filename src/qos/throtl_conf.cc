@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "base/cgroup_file.h"
 #include "base/parse.h"
 #include "core/core.h"
 #include "qos/blkcg.h"
@@ -12,17 +13,6 @@ namespace blkmq {
 namespace {
 
 constexpr const char* kKeys[4] = {"rbps", "wbps", "riops", "wiops"};
-
-// "MAJ:MIN": the kernel's write names the device; here the file already
-// belongs to one queue, so the prefix is taken as written and not checked
-// against it (a MAJ:MIN copied from another listing still works).
-bool is_dev_prefix(std::string_view t) {
-  const size_t colon = t.find(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == t.size()) return false;
-  for (size_t i = 0; i < t.size(); i++)
-    if (i != colon && (t[i] < '0' || t[i] > '9')) return false;
-  return true;
-}
 
 // One "key=value" into c.
 Status parse_one(std::string_view tok, ThrotlConf* c) {
@@ -63,7 +53,9 @@ Result<ThrotlConf> throtl_iomax_parse(std::string_view value) {
     const size_t end = value.find_first_of(" \t\n");
     const std::string_view tok = value.substr(0, end);
     value.remove_prefix(tok.size());
-    if (first && is_dev_prefix(tok)) {
+    // The kernel's write names the device; the file already belongs to
+    // one queue, so the prefix is taken as written and not checked.
+    if (first && base::is_dev_number(tok)) {
       first = false;
       continue;
     }

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <string>
 
+#include "base/cgroup_file.h"
 #include "base/parse.h"
 #include "sched/bfq/bfq_impl.h"
 #include "sched/bfq/bfq_queue.h"
@@ -66,21 +67,6 @@ BfqGroup* new_group(BfqData* bfqd, IoGroup* iog, BfqGroup* parent) {
   return g;
 }
 
-// "MAJ:MIN", digits on both sides.
-bool is_dev(std::string_view s) {
-  const size_t colon = s.find(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size()) return false;
-  for (size_t i = 0; i < s.size(); i++)
-    if (i != colon && (s[i] < '0' || s[i] > '9')) return false;
-  return true;
-}
-
-std::string_view trim_blanks(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
-  return s;
-}
-
 Result<std::string> show_weight(ElevatorQueue* eq, IoGroup* g) {
   BfqData* bfqd = bfqd_of(eq);
   std::string s = "default " + std::to_string(io_group_bfq_weight(g));
@@ -113,17 +99,10 @@ Status set_dev_weight(BfqData* bfqd, IoGroup* g, unsigned w) {
 // MAJ:MIN given is not checked against it.
 Status store_weight(ElevatorQueue* eq, IoGroup* g, std::string_view v) {
   const std::string name = "cgroup" + io_group_path(g) + "/io.bfq.weight";
-  v = trim_blanks(v);
-  const size_t sp = v.find_first_of(" \t");
-  const std::string_view first = v.substr(0, sp);
-  const std::string_view rest = sp == std::string_view::npos ? std::string_view{} : trim_blanks(v.substr(sp));
-  if (sp != std::string_view::npos && is_dev(first) && rest == "default") return set_dev_weight(bfqd_of(eq), g, 0);
-  if (sp != std::string_view::npos && first != "default" && !is_dev(first))
-    return base::invalid_value(name, v, "is not understood", "N, 'default N' or 'MAJ:MIN N|default'");
-  auto w = base::parse_uint(name, sp == std::string_view::npos ? v : rest, kIoGroupWeightMin, kIoGroupWeightMax);
+  auto w = base::parse_weight_write(name, v, kIoGroupWeightMin, kIoGroupWeightMax);
   if (!w) return w.status();
-  if (sp != std::string_view::npos && first != "default") return set_dev_weight(bfqd_of(eq), g, static_cast<unsigned>(*w));
-  return io_group_set_bfq_weight(g, static_cast<unsigned>(*w));
+  if (w->kind == base::WeightWrite::kGroup) return io_group_set_bfq_weight(g, w->weight);
+  return set_dev_weight(bfqd_of(eq), g, w->weight);  // 0 (kDeviceClear) clears it
 }
 
 }  // namespace
