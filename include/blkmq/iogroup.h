@@ -96,4 +96,13 @@ unsigned io_group_bfq_weight(const IoGroup* g);
 // has no weight (the kernel has no io.bfq.weight in the root cgroup).
 Status io_group_set_bfq_weight(IoGroup* g, unsigned weight);
 
+// The group's io.cost weight for every device (io.weight's "default", the
+// kernel's ioc_cgrp dfl_weight): 1..10000, 100 until set. io.cost reads
+// it at each period's end. Any context; an atomic.
+constexpr unsigned kIoGroupCostWeightMax = 10000;
+unsigned io_group_cost_weight(const IoGroup* g);
+// Sets it; EINVAL (and no change) outside 1..10000 or for the root, which
+// has no io.weight in cgroup v2.
+Status io_group_set_cost_weight(IoGroup* g, unsigned weight);
+
 }  // namespace blkmq

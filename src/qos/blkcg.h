@@ -42,9 +42,9 @@ class IoGroup {
   std::atomic<bool> online{true};
   // io.bfq.weight's default (io_group_bfq_weight).
   std::atomic<unsigned> bfq_weight{kIoGroupWeightDefault};
-  // io.weight's default, io.cost's weight on every device (1..10000,
-  // kIocostWeightDefault: qos/iocost.h).
-  std::atomic<unsigned> cost_weight{100};
+  // io.weight's default, io.cost's weight on every device
+  // (io_group_cost_weight).
+  std::atomic<unsigned> cost_weight{kIoGroupWeightDefault};
   // Its blkgs, one per queue it has been charged on; the lookup on the
   // submit path takes only this lock (the kernel's blkcg->lock).
   base::SpinLock blkg_lock;

@@ -225,7 +225,7 @@ void adjust_vrate(Ioc* ioc, uint64_t rq_wait_pct) {
 // A group's weight in force: this device's, else the group's default. A
 // change applies at the next period (the kernel applies it at once).
 void refresh_weight(Ioc* ioc, Iocg* g) {
-  const unsigned w = g->cfg_weight ? g->cfg_weight : iocost_group_weight(g->blkg->group);
+  const unsigned w = g->cfg_weight ? g->cfg_weight : io_group_cost_weight(g->blkg->group);
   if (w == g->weight) return;
   g->weight = w;
   if (g->active) {
@@ -429,9 +429,8 @@ const RqQosType& policy_type() {
 }
 
 Ioc* ioc_on(const QueueImpl* q) {
-  for (RqQos* r = q->rq_qos_.load(std::memory_order_acquire); r; r = r->next)
-    if (r->type == &policy_type()) return ioc_of(r);
-  return nullptr;
+  RqQos* r = rq_qos_find_locked(const_cast<QueueImpl*>(q), kIocostPolicy);
+  return r ? ioc_of(r) : nullptr;
 }
 
 Iocg* make_iocg_locked(Ioc* ioc, Blkg* b) {
@@ -441,7 +440,7 @@ Iocg* make_iocg_locked(Ioc* ioc, Blkg* b) {
   g->ioc = ioc;
   g->blkg = b;
   g->parent = parent;
-  g->weight = iocost_group_weight(b->group);
+  g->weight = io_group_cost_weight(b->group);
   g->waitq_timer.init(&ioc->q->runtime().timers(), [g] { waitq_timer_fn(g); });
   ioc->all.push_back(g);
   b->iocg.store(g, std::memory_order_release);

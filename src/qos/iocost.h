@@ -23,17 +23,11 @@ namespace blkmq {
 
 class Queue;
 class QueueImpl;
-class IoGroup;
 struct Blkg;
 
 // The policy's name on a queue's rq-qos chain (rq_qos_list): the kernel's
 // debugfs name for RQ_QOS_COST.
 inline constexpr std::string_view kIocostPolicy = "cost";
-
-// io.weight's range and default (CGROUP_WEIGHT_MIN/DFL/MAX).
-inline constexpr unsigned kIocostWeightMin = 1;
-inline constexpr unsigned kIocostWeightDefault = 100;
-inline constexpr unsigned kIocostWeightMax = 10000;
 
 // Registers the policy kind with register_rq_qos, once per process; later
 // calls return the first call's result. The files do this before they add
@@ -79,9 +73,6 @@ std::string iocost_stat_keys(const QueueImpl* q, const Blkg* b);
 // The blkg is being freed (pd_free): its io.cost state goes with it. Any
 // context but a timer callback of io.cost's. Cheap when there is none.
 void iocost_blkg_free(Blkg* b);
-
-// A group's default io.weight, for every device (1..10000). Any thread.
-unsigned iocost_group_weight(const IoGroup* g);
 
 // One queue's io.cost state and one group's on it, for tests and tools.
 struct IocostInfo {

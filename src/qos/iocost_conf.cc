@@ -267,13 +267,12 @@ std::string_view weight_group(std::string_view path) {
 Status store_weight(QueueImpl* q, std::string_view path, std::string_view value) {
   const std::string_view gp = weight_group(path);
   if (gp.empty() || gp == "/") return Status::invalid(std::string(path) + ": the root group has no io.weight");
-  auto w = base::parse_weight_write(std::string(path), value, kIocostWeightMin, kIocostWeightMax);
+  auto w = base::parse_weight_write(std::string(path), value, kIoGroupWeightMin, kIoGroupCostWeightMax);
   if (!w) return w.status();
   auto made = io_group_create(gp);
   if (!made) return made.status();
   if (w->kind == base::WeightWrite::kGroup) {
-    (*made)->cost_weight.store(w->weight, std::memory_order_relaxed);  // applied at each queue's next period
-    return Status::OK();
+    return io_group_set_cost_weight(*made, w->weight);  // applied at each queue's next period
   }
   std::lock_guard<std::mutex> sl(q->sysfs_lock_);
   Ioc* ioc = ioc_on(q);
@@ -298,7 +297,7 @@ Result<std::string> show_weight(const QueueImpl* q, std::string_view path) {
   std::lock_guard<std::mutex> tl(blkcg_tree_lock());
   IoGroup* g = io_group_find_locked(gp);
   if (!g) return Status::error(ENOENT, std::string(path) + ": no such I/O group");
-  std::string s = "default " + std::to_string(iocost_group_weight(g));
+  std::string s = "default " + std::to_string(io_group_cost_weight(g));
   unsigned dev = 0;
   if (Ioc* ioc = ioc_on(q)) {
     std::lock_guard<std::mutex> l(iocost_mu());
@@ -311,8 +310,6 @@ Result<std::string> show_weight(const QueueImpl* q, std::string_view path) {
 
 }  // namespace
 }  // namespace iocost
-
-unsigned iocost_group_weight(const IoGroup* g) { return g->cost_weight.load(std::memory_order_relaxed); }
 
 bool iocost_attr_is(std::string_view path) {
   using namespace iocost;

@@ -61,7 +61,7 @@ struct Iocg {
   Blkg* blkg = nullptr;
   Iocg* parent = nullptr;       // the parent group's; nullptr at the top level
   unsigned cfg_weight = 0;      // this device's io.weight, 0: the group's default
-  unsigned weight = kIocostWeightDefault;  // the one in force
+  unsigned weight = kIoGroupWeightDefault;  // the one in force
   unsigned active = 0;          // weight while in the active tree, else 0
   bool self_active = false;     // on ioc->active (its own bios)
   uint64_t child_active_sum = 0;

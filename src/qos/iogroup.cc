@@ -209,4 +209,14 @@ Status io_group_set_bfq_weight(IoGroup* g, unsigned weight) {
   return Status::OK();
 }
 
+unsigned io_group_cost_weight(const IoGroup* g) { return g->cost_weight.load(std::memory_order_relaxed); }
+
+Status io_group_set_cost_weight(IoGroup* g, unsigned weight) {
+  if (!g->parent) return Status::invalid("the root I/O group has no io.weight");
+  if (weight < kIoGroupWeightMin || weight > kIoGroupCostWeightMax)
+    return Status::invalid("io.weight: " + std::to_string(weight) + " is out of range 1..10000");
+  g->cost_weight.store(weight, std::memory_order_relaxed);
+  return Status::OK();
+}
+
 }  // namespace blkmq

@@ -508,9 +508,8 @@ const RqQosType& policy_type() {
 // The policy on q, nullptr if it is not on it. Under q's sysfs lock (the
 // chain changes under it).
 BlkIolatency* policy_on(const QueueImpl* q) {
-  for (RqQos* r = q->rq_qos_.load(std::memory_order_acquire); r; r = r->next)
-    if (r->type == &policy_type()) return bl_of(r);
-  return nullptr;
+  RqQos* r = rq_qos_find_locked(const_cast<QueueImpl*>(q), kIolatencyPolicy);
+  return r ? bl_of(r) : nullptr;
 }
 
 // ---------------------------------------------------------- the file ----

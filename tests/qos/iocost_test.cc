@@ -248,6 +248,9 @@ TEST(IocostShares, AnIdleGroupsShareGoesToTheOthers) {
   Queue& q = d->queue();
   ASSERT_TRUE(set(q, "cgroup/io.cost.model", "rbps=100000000000 rseqiops=1000 rrandiops=1000").ok());
   ASSERT_TRUE(set(q, "cgroup/io.cost.qos", "enable=1 min=100 max=100").ok());
+  // The groups exist before their readers do, so info() finds them.
+  ASSERT_TRUE(set(q, "cgroup/idle-a/io.weight", "100").ok());
+  ASSERT_TRUE(set(q, "cgroup/idle-b/io.weight", "100").ok());
   {
     Readers a(q, "/idle-a", 2), b(q, "/idle-b", 2);
     ASSERT_TRUE(eventually([&] { return info(q, "/idle-a").hweight == 65536u / 2; }, 10000));

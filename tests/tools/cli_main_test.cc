@@ -76,6 +76,15 @@ TEST(CliMain, CgroupWeightIsTheGroupsBfqWeight) {
              " --cgroup_weight=300 --cgroup_nodelete --show_attr=cgroup/tenant/io.bfq.weight", 0, "default 300");
 }
 
+// And io.weight, io.cost's: a job's weight holds under either policy
+// (issue 28). The device's io.cost is on, so its stat keys show too.
+TEST(CliMain, CgroupWeightIsTheGroupsIoWeightToo) {
+  const std::string job = "bench --driver=null --name=x --rw=read --bs=4k --size=1m --cgroup=costly --cgroup_weight=250"
+                          " --attr=cgroup/io.cost.qos=enable=1 --cgroup_nodelete --show_attr=cgroup/costly/";
+  expect_cli(job + "io.weight", 0, "default 250");
+  expect_cli(job + "io.stat", 0, "rios=256 wios=0 dbytes=0 dios=0 cost.usage=");
+}
+
 // A mistyped option said only "not expected", and reproduce exited with
 // CLI11's own code (109 here) where every other command exits 1 (issue 27).
 TEST(CliMain, AMistypedOptionGetsTheNearestNameAndExitOne) {

@@ -174,7 +174,10 @@ void Job::join_cgroup() {
   if (spec_.cgroup.empty()) return;
   auto g = blkmq::io_group_create("/" + spec_.cgroup);
   blkmq::Status st = g ? blkmq::io_context_set_group(blkmq::current_io_context(), *g) : g.status();
+  // fio writes the cgroup's one weight file; here both policies' group
+  // weights take it, so the job's weight holds under bfq and io.cost.
   if (st && spec_.cgroup_weight > 0) st = blkmq::io_group_set_bfq_weight(*g, spec_.cgroup_weight);
+  if (st && spec_.cgroup_weight > 0) st = blkmq::io_group_set_cost_weight(*g, spec_.cgroup_weight);
   if (!st) std::fprintf(stderr, "%s: cgroup=%s: %s\n", spec_.name.c_str(), spec_.cgroup.c_str(), st.message().c_str());
 }
 

@@ -300,7 +300,7 @@ std::vector<OptionDef> make_defs() {
       {"hipri", nullptr, true, "polled I/O: reap with Queue::poll", JOB_BOOL("hipri", hipri)},
       {"prio", nullptr, false, "I/O priority level 0-7", JOB_UINT(prio, 0, 7)},
       {"prioclass", nullptr, false, "I/O priority class: 1 rt, 2 be, 3 idle", JOB_UINT(prioclass, 1, 3)},
-      {"cgroup_weight", nullptr, false, "bfq weight, 1-1000 (default 100): with cgroup=, the group's io.bfq.weight; else the job threads' I/O context's",
+      {"cgroup_weight", nullptr, false, "weight, 1-1000 (default 100): with cgroup=, the group's io.bfq.weight and io.weight; else the job threads' I/O context's (bfq)",
        JOB_UINT(cgroup_weight, 1, 1000)},
       {"cgroup", nullptr, false, "I/O group the job threads join (/NAME, created if missing; default: the root)",
        [](BenchConfig&, JobSpec& j, std::string_view v) {
