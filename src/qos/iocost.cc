@@ -377,9 +377,9 @@ void ioc_done(RqQos* r, Request* rq) {
   const uint64_t now = ioc->q->clock_ns();
   const uint64_t on_q = now > rq->start_time_ns ? now - rq->start_time_ns : 0;
   const uint64_t pages = std::max<uint64_t>(rq->data_len >> kPageShift, 1);
-  // The page cost is in vtime; a nanosecond is kVtimePerUsec / 1000 of it.
-  const uint64_t size_ns = pages * ioc->lcoefs[d ? kWpage : kRpage] * 1000 / kVtimePerUsec;
-  const uint64_t target_ns = ioc->params.qos[d ? kWlat : kRlat] * 1000;
+  // Copies refresh_params keeps: the parameters change under the lock.
+  const uint64_t size_ns = pages * ioc->done_page_ns[d].load(std::memory_order_relaxed);
+  const uint64_t target_ns = ioc->done_target_ns[d].load(std::memory_order_relaxed);
   const bool met = on_q <= size_ns || on_q - size_ns <= target_ns;
   (met ? ioc->nr_met[d] : ioc->nr_missed[d]).fetch_add(1, std::memory_order_relaxed);
 }

@@ -70,6 +70,11 @@ void refresh_params(Ioc* ioc) {
   const uint64_t* u = p.i_lcoefs;
   calc_lcoefs(u[0], u[1], u[2], &ioc->lcoefs[kRpage], &ioc->lcoefs[kRseqio], &ioc->lcoefs[kRrandio]);
   calc_lcoefs(u[3], u[4], u[5], &ioc->lcoefs[kWpage], &ioc->lcoefs[kWseqio], &ioc->lcoefs[kWrandio]);
+  // A nanosecond is kVtimePerUsec / 1000 of vtime.
+  for (int d = 0; d < 2; d++) {
+    ioc->done_page_ns[d].store(ioc->lcoefs[d ? kWpage : kRpage] * 1000 / kVtimePerUsec, std::memory_order_relaxed);
+    ioc->done_target_ns[d].store(p.qos[d ? kWlat : kRlat] * 1000, std::memory_order_relaxed);
+  }
   // ioc_refresh_period_us: a multiple of the looser latency target, 2x at
   // the 90th percentile or above, up to 10x at the 50th.
   const bool r = p.qos[kRlat] >= p.qos[kWlat];

@@ -104,6 +104,10 @@ struct Ioc {
   // Completions' figures for the period (the kernel keeps them per CPU):
   std::atomic<uint64_t> nr_met[2] = {}, nr_missed[2] = {};
   std::atomic<uint64_t> rq_wait_ns{0};
+  // What a completion needs, per direction (read, write), copied from the
+  // parameters by refresh_params so that done reads them with no lock:
+  // the page cost in ns at 100 % and the latency target in ns.
+  std::atomic<uint64_t> done_page_ns[2] = {}, done_target_ns[2] = {};
   base::Timer timer;
   std::vector<Iocg*> all;  // under iocost_mu()
 };

@@ -6,6 +6,7 @@
 #include "qos/throtl.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/core.h"
 #include "qos/blkcg.h"
@@ -63,7 +64,28 @@ uint64_t bio_bytes(const Bio* b) { return b->op == ReqOp::discard ? kSectorSize 
 
 bool slice_used(const ThrotlDir& s, uint64_t now) { return now < s.slice_start || now > s.slice_end; }
 
+// Credit given out in one go (THROTL's batching has no kernel name: the
+// kernel takes its queue lock per bio). At least kMinCredit I/Os (and
+// their bytes at 4 KiB) so that a limit low enough to bind often is paced
+// bio by bio under the lock, as before; at most half the slice's room.
+constexpr int64_t kMinCredit = 16;
+constexpr int64_t kMaxCredit = 4096;
+constexpr int64_t kUnlimitedBytes = INT64_MAX / 4;
+
+// Takes what is left of s's credit off its counts (it was charged when
+// given out): before a bio waits, so credit never passes a waiting bio,
+// and before a limit changes. Under the lock.
+void reclaim_credit(ThrotlDir& s) {
+  const int64_t ios = s.credit_ios.exchange(0, std::memory_order_relaxed);
+  const int64_t bytes = s.credit_bytes.exchange(0, std::memory_order_relaxed);
+  if (ios > 0 && s.iops != kThrotlNoLimit) s.io_disp -= std::min<uint64_t>(s.io_disp, ios);
+  if (bytes > 0 && s.bps != kThrotlNoLimit) s.bytes_disp -= std::min<uint64_t>(s.bytes_disp, bytes);
+}
+
 void start_slice(ThrotlDir& s, uint64_t now, bool clear_carry) {
+  // The old slice's credit was counted there; it goes with it.
+  s.credit_ios.store(0, std::memory_order_relaxed);
+  s.credit_bytes.store(0, std::memory_order_relaxed);
   s.bytes_disp = s.io_disp = 0;
   if (clear_carry) s.carry_bytes = s.carry_ios = 0;
   s.slice_start = now;
@@ -274,6 +296,50 @@ void dispatch_work_fn(Work* w) {
   while (!out.empty()) submit_bio_throttled(td->q, out.pop());
 }
 
+// Gives s credit for half the room its slice has left, charged now, if
+// that is at least kMinCredit I/Os (and their bytes) and s has none left.
+// Under the lock, after a bio passed.
+void grant_credit(ThrotlDir& s, uint64_t now) {
+  if (s.credit_ios.load(std::memory_order_relaxed) > 0) return;
+  const uint64_t el_rnd = round_up(now - s.slice_start + 1, kSliceNs);
+  int64_t ios = kMaxCredit, bytes = kUnlimitedBytes;
+  if (s.iops != kThrotlNoLimit)
+    ios = std::min(kMaxCredit, (sat_add(allowed(s.iops, el_rnd, kIoUnit), s.carry_ios) - int64_t(s.io_disp)) / 2);
+  if (s.bps != kThrotlNoLimit)
+    bytes = (sat_add(allowed(s.bps, el_rnd, 1), s.carry_bytes) - int64_t(s.bytes_disp)) / 2;
+  if (ios < kMinCredit || bytes < kMinCredit * 4096) return;
+  if (s.iops != kThrotlNoLimit) s.io_disp += ios;
+  if (s.bps != kThrotlNoLimit) s.bytes_disp += bytes;
+  s.credit_bytes.store(bytes, std::memory_order_relaxed);
+  s.credit_ios.store(ios, std::memory_order_relaxed);
+}
+
+// Spends one I/O of credit and the bio's bytes, or nothing. Any thread.
+bool take_credit(ThrotlDir& s, uint64_t bytes) {
+  int64_t c = s.credit_ios.load(std::memory_order_relaxed);
+  do {
+    if (c <= 0) return false;
+  } while (!s.credit_ios.compare_exchange_weak(c, c - 1, std::memory_order_relaxed));
+  int64_t b = s.credit_bytes.load(std::memory_order_relaxed);
+  do {
+    if (b < int64_t(bytes)) {
+      // Still charged: whoever takes it next pays with it.
+      s.credit_ios.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+  } while (!s.credit_bytes.compare_exchange_weak(b, b - int64_t(bytes), std::memory_order_relaxed));
+  return true;
+}
+
+// What tg's bios of direction d may do without the lock (ThrotlGroup::
+// fast). Under the lock and the tree mutex.
+uint8_t fast_mode(const ThrotlGroup* tg, unsigned d) {
+  if (tg->canceling) return kThrotlFastNone;
+  for (const ThrotlGroup* a = tg->parent; a; a = a->parent)
+    if (a->dir[d].limited()) return kThrotlFastNone;
+  return tg->dir[d].limited() ? kThrotlFastCredit : kThrotlFastFree;
+}
+
 // Whether any level from tg up limits this bio: bytes only count once.
 bool rules_apply(const ThrotlGroup* tg, unsigned d, const Bio* bio) {
   const bool bytes = !(bio->throtl_flags & kThrotlBpsDone);
@@ -303,38 +369,74 @@ ThrotlGroup* throtl_tg_alloc(QueueImpl* q, Blkg* parent) {
   auto* tg = new ThrotlGroup;
   tg->td = q->throtl_;
   tg->parent = parent ? parent->tg : nullptr;
+  // Its own limits are none yet; an ancestor's may be set (they are
+  // written under the tree mutex too, which the caller holds).
+  for (unsigned d = 0; d < 2; d++) tg->fast[d].store(fast_mode(tg, d), std::memory_order_relaxed);
   return tg;
 }
 
 void throtl_tg_free(ThrotlGroup* tg) { delete tg; }
 
-bool throtl_bio_slow(QueueImpl* q, Bio* bio) {
-  ThrotlData* td = q->throtl_;
-  ThrotlGroup* tg = bio->blkg->tg;
-  const unsigned d = bio_dir(bio);
-  std::lock_guard<std::mutex> l(td->lock);
-  // A dying queue keeps nothing: the bio goes on and the queue refuses it.
-  if (td->dying || !rules_apply(tg, d, bio)) return false;
-  const uint64_t now = q->clock_ns();
-  // Climb while each level lets it pass, charging each; stop at the first
-  // that has bios waiting (FIFO) or no allowance left.
-  for (uint64_t w; tg; tg = tg->parent) {
-    if (!tg->dir[d].nr_queued && may_dispatch(tg, d, bio, now, &w)) {
-      charge(tg->dir[d], bio);
+namespace {
+
+// The fast path, with no lock: true if bio passes as it is, its direction
+// limited at no level, or paid from the group's credit (a limit far above
+// the rate costs two compare-and-swaps a bio). A split part's flags need
+// the slow path's rules.
+bool passes_unlocked(ThrotlGroup* tg, unsigned d, Bio* bio) {
+  if (bio->throtl_flags != 0) return false;
+  const uint8_t fast = tg->fast[d].load(std::memory_order_relaxed);
+  if (fast == kThrotlFastFree) return true;
+  if (fast != kThrotlFastCredit || !take_credit(tg->dir[d], bio_bytes(bio))) return false;
+  bio->throtl_flags |= kThrotlBpsDone;
+  return true;
+}
+
+// Climbs from tg while each level lets bio pass, charging each; returns
+// the first level that holds it (bios wait there, FIFO, or no allowance
+// is left), nullptr if it passed them all. Under the lock.
+ThrotlGroup* climb(ThrotlGroup* tg, unsigned d, Bio* bio, uint64_t now) {
+  while (tg) {
+    uint64_t w;
+    ThrotlDir& s = tg->dir[d];
+    if (!s.nr_queued && may_dispatch(tg, d, bio, now, &w)) {
+      charge(s, bio);
       // Trimmed on the way too, or a group whose bios never wait would
       // keep extending one slice.
-      trim(tg->dir[d], now);
+      trim(s, now);
     } else if (bio->flags & kBioMeta) {
       // Metadata is never held (bio_issue_as_root_blkg): waiting data may
       // depend on it, a priority inversion. It goes over the limit and is
       // charged, so the group's next bios pay for it.
-      charge(tg->dir[d], bio);
+      charge(s, bio);
+    } else if (s.credit_ios.load(std::memory_order_relaxed) > 0) {
+      // Credit given out must not pass a waiting bio: taken back, and the
+      // level looked at again with it in its allowance.
+      reclaim_credit(s);
+      continue;
     } else {
-      break;
+      return tg;
     }
+    tg = tg->parent;
   }
+  return nullptr;
+}
+
+}  // namespace
+
+bool throtl_bio_slow(QueueImpl* q, Bio* bio) {
+  ThrotlData* td = q->throtl_;
+  ThrotlGroup* const bottom = bio->blkg->tg;
+  const unsigned d = bio_dir(bio);
+  if (passes_unlocked(bottom, d, bio)) return false;
+  std::lock_guard<std::mutex> l(td->lock);
+  // A dying queue keeps nothing: the bio goes on and the queue refuses it.
+  if (td->dying || !rules_apply(bottom, d, bio)) return false;
+  const uint64_t now = q->clock_ns();
+  ThrotlGroup* tg = climb(bottom, d, bio, now);
   if (!tg) {
     bio->throtl_flags |= kThrotlBpsDone;
+    if (bottom->fast[d].load(std::memory_order_relaxed) == kThrotlFastCredit) grant_credit(bottom->dir[d], now);
     return false;
   }
   ThrotlDir& s = tg->dir[d];
@@ -352,8 +454,12 @@ void throtl_blkg_offline(Blkg* b) {
   ThrotlData* td = tg->td;
   std::lock_guard<std::mutex> l(td->lock);
   if (tg_limited(tg)) td->nr_limited.fetch_sub(1, std::memory_order_relaxed);
-  for (ThrotlDir& s : tg->dir) s.bps = s.iops = kThrotlNoLimit;
+  for (ThrotlDir& s : tg->dir) {
+    reclaim_credit(s);
+    s.bps = s.iops = kThrotlNoLimit;
+  }
   tg->canceling = true;
+  for (auto& f : tg->fast) f.store(kThrotlFastNone, std::memory_order_relaxed);
   if (tg->pending) {
     const uint64_t now = td->q->clock_ns();
     tg->disptime = now;
@@ -393,6 +499,7 @@ void throtl_iomax_apply(QueueImpl* q, Blkg* b, const ThrotlConf& c) {
   const bool was = tg_limited(tg);
   for (unsigned d = 0; d < 2; d++) {
     ThrotlDir& s = tg->dir[d];
+    reclaim_credit(s);  // charged, not spent: out of the counts first
     // What waiting bios were allowed under the old limits carries into the
     // new slice (tg_update_carryover), so a change neither forgives nor
     // double-charges the time they waited.
@@ -408,6 +515,9 @@ void throtl_iomax_apply(QueueImpl* q, Blkg* b, const ThrotlConf& c) {
   }
   const bool is = tg_limited(tg);
   if (was != is) td->nr_limited.fetch_add(is ? 1 : -1, std::memory_order_relaxed);
+  // A limit here changes what every descendant may do without the lock.
+  for (Blkg* other : q->blkgs_)
+    for (unsigned d = 0; d < 2; d++) other->tg->fast[d].store(fast_mode(other->tg, d), std::memory_order_relaxed);
   if (tg->pending) {
     update_disptime(tg, now);
     schedule_next_locked(td, now);

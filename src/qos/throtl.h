@@ -70,7 +70,23 @@ struct ThrotlDir {
   BioFifo sync, async;
   unsigned nr_queued = 0;
   unsigned sync_run = 0;  // syncs taken in a row while an async waited
+  // Credit (throtl_bio_slow's fast path): I/Os and bytes of the current
+  // slice, already counted in io_disp and bytes_disp above where their
+  // limit is set, that a bio takes without the lock. Given out under the
+  // lock while the slice has room to spare; dropped with the slice, and
+  // taken back before a bio waits and before a limit changes. Written
+  // under the lock or by a compare-and-swap that only takes.
+  std::atomic<int64_t> credit_ios{0};
+  std::atomic<int64_t> credit_bytes{0};
   bool limited() const { return bps != kThrotlNoLimit || iops != kThrotlNoLimit; }
+};
+
+// ThrotlGroup::fast values: what a bio of the group may do without the
+// throttle lock, per direction.
+enum : uint8_t {
+  kThrotlFastNone = 0,    // take the lock
+  kThrotlFastCredit = 1,  // only its own level is limited: spend credit
+  kThrotlFastFree = 2,    // no level is limited: pass
 };
 
 // A group's throttle state on one queue (throtl_grp), owned by its Blkg.
@@ -81,6 +97,9 @@ struct ThrotlGroup {
   uint64_t disptime = 0;          // when its first waiting bio may go
   bool pending = false;           // in td->pending
   bool canceling = false;         // its group was removed: no limits apply
+  // Per direction, a kThrotlFast* value: set under the lock and the tree
+  // mutex whenever a limit of the queue changes, read with no lock.
+  std::atomic<uint8_t> fast[2] = {kThrotlFastFree, kThrotlFastFree};
 };
 
 // A queue's throttle (throtl_data). Made with the queue, freed after its
@@ -102,8 +121,9 @@ struct ThrotlData {
 void throtl_init_queue(QueueImpl* q);
 void throtl_exit_queue(QueueImpl* q);
 
-// Made with a blkg (its parent's first), freed with it. Under the tree
-// mutex (alloc); any context (free).
+// Made with a blkg (its parent's first), freed with it; a new group's
+// fast-path state follows its ancestors' limits. Under the tree mutex
+// (alloc); any context (free).
 ThrotlGroup* throtl_tg_alloc(QueueImpl* q, Blkg* parent);
 void throtl_tg_free(ThrotlGroup* tg);
 

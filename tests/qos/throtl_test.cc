@@ -388,6 +388,96 @@ TEST_F(Throtl, IoMaxFileFormat) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "cgroup/io.max"), names.end());
 }
 
+// The credit path (a limit far above the rate passes bios without the
+// lock): what passes at once is still the slice's allowance, to the I/O.
+TEST_F(Throtl, CreditPassesNoMoreThanTheSlicesAllowance) {
+  start("/credit");
+  set("/credit", "riops=10000");
+  join("/credit");
+  for (int i = 0; i < 2500; i++) submit(ReqOp::read, 512);
+  rt_.run_pending();
+  EXPECT_EQ(ended(), 1000u) << "100 ms of 10000 iops, credit or not";
+  advance_to(100 * kMs);
+  EXPECT_EQ(ended(), 2000u);
+  advance_to(kSec);
+  EXPECT_EQ(ended(), 2500u);
+}
+
+// Credit given out before a bio waited does not pass it: a bio that waits
+// takes the level's credit back first, and the later bios queue behind it.
+TEST_F(Throtl, CreditDoesNotPassAWaitingBio) {
+  start("/credit-fifo");
+  set("/credit-fifo", "rbps=4MiB");  // 409 KiB a slice: credit of ~200 KiB after the first bio
+  join("/credit-fifo");
+  submit(ReqOp::read, 4096);
+  rt_.run_pending();
+  ASSERT_EQ(ended(), 1u);
+  Io* big = submit(ReqOp::read, 512 << 10);  // over what is left: waits
+  Io* small = submit(ReqOp::read, 4096);     // would fit the credit
+  rt_.run_pending();
+  EXPECT_EQ(big->ends.load(), 0);
+  EXPECT_EQ(small->ends.load(), 0) << "went past a waiting bio";
+  advance_to(2 * kSec);
+  EXPECT_EQ(big->ends.load(), 1);
+  EXPECT_EQ(small->ends.load(), 1);
+  EXPECT_LE(big->ended_at.load(), small->ended_at.load());
+}
+
+// A new limit takes the old one's credit back: 10 iops from the write on,
+// not the hundreds the old limit gave out.
+TEST_F(Throtl, ALimitChangeTakesTheCreditBack) {
+  start("/credit-change");
+  set("/credit-change", "riops=100000");
+  join("/credit-change");
+  submit(ReqOp::read, 512);  // passes, and gives the group credit
+  rt_.run_pending();
+  ASSERT_EQ(ended(), 1u);
+  set("/credit-change", "riops=10");
+  for (int i = 0; i < 20; i++) submit(ReqOp::read, 512);
+  rt_.run_pending();
+  EXPECT_LE(ended(), 2u) << "the new slice's 1 I/O at most, not the old credit";
+  advance_to(kSec);
+  EXPECT_NEAR(double(ended()), 11.0, 1.0);
+}
+
+// Threads spending one group's credit at once, for TSan: every bio ends
+// once, and no more pass in the first slice than its allowance.
+TEST(ThrotlThreads, CreditSpentByManyThreadsAtOnce) {
+  Watchdog w("ThrotlThreads.CreditSpentByManyThreadsAtOnce", std::chrono::seconds(60));
+  ManualRuntime rt;
+  StubDriver::Options o;
+  o.runtime = &rt;
+  auto d = std::make_unique<StubDriver>(o);
+  Queue& q = d->q();
+  ASSERT_TRUE(q.set_attr("cgroup/tcredit/io.max", "riops=20000").ok());
+  constexpr int kThreads = 4, kEach = 1500;
+  std::vector<std::unique_ptr<Io>> ios[kThreads];
+  std::vector<std::thread> th;
+  for (int t = 0; t < kThreads; t++)
+    th.emplace_back([&, t] {
+      InGroup in("/tcredit");
+      for (int i = 0; i < kEach; i++) {
+        ios[t].push_back(make_io(q, ReqOp::read, (uint64_t(t) * kEach + i) * 512, 512));
+        q.submit_bio(&ios[t].back()->bio);
+      }
+    });
+  for (auto& x : th) x.join();
+  auto ended = [&] {
+    size_t n = 0;
+    for (auto& v : ios)
+      for (auto& io : v) n += io->ends.load() > 0;
+    return n;
+  };
+  rt.run_pending();
+  EXPECT_EQ(ended(), 2000u) << "the first slice: 100 ms of 20000 iops";
+  for (int k = 1; k <= 40 && ended() < size_t(kThreads) * kEach; k++) rt.advance(100 * kMs);
+  EXPECT_EQ(ended(), size_t(kThreads) * kEach);
+  for (auto& v : ios)
+    for (auto& io : v) EXPECT_EQ(io->ends.load(), 1);
+  d.reset();
+  EXPECT_TRUE(io_group_remove("/tcredit").ok());
+}
+
 // Real threads: submitters in a limited group, a writer changing the limit,
 // the throttle's work releasing on kblockd, and the queue destroyed while
 // bios still wait. Every bio ends exactly once. Bounded: no sleeps.
