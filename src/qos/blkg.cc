@@ -114,10 +114,12 @@ void blkcg_bio_account(const Bio* bio) {
 void blkg_put(Blkg* b) {
   while (b && b->ref.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     Blkg* parent = b->parent;
-    io_group_put(b->group);
+    // The policies' state first: io.cost's period timer reads the group
+    // of every blkg it still lists, until iocost_blkg_free unlists it.
     iolatency_blkg_free(b);
     iocost_blkg_free(b);
     throtl_tg_free(b->tg);
+    io_group_put(b->group);
     delete b;
     b = parent;
   }

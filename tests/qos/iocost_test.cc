@@ -312,5 +312,44 @@ TEST(IocostThreads, GroupsRemovedAndControlToggledWhileBiosWait) {
   remove_groups({"/toggle"});
 }
 
+// Regression: a blkg's last put freed its group before io.cost forgot the
+// blkg, and the period timer, which reads the group of every blkg it
+// lists, read freed memory (TSan in CI). Groups here live for one bio each
+// while the timer runs every millisecond.
+TEST(IocostThreads, PeriodTimerNeverReadsTheGroupOfAFreedBlkg) {
+  Watchdog w("IocostThreads.PeriodTimerNeverReadsTheGroupOfAFreedBlkg", std::chrono::seconds(120));
+  auto d = null_device("50000");
+  ASSERT_NE(d, nullptr);
+  Queue& q = d->queue();
+  ASSERT_TRUE(set(q, "cgroup/io.cost.qos", "enable=1 rlat=500 wlat=500").ok());
+  ASSERT_EQ(info(q, "/").period_ns, 1'000'000u);
+  // Many idle groups known to io.cost make each period's walk long, and
+  // with it the time a freeing thread used to wait for it after the free.
+  constexpr int kPads = 300;
+  for (int i = 0; i < kPads; i++)
+    ASSERT_TRUE(set(q, "cgroup/pad" + std::to_string(i) + "/io.weight", dev(q) + " 100").ok());
+  Readers keep(q, "/pad0", 1);  // the timer runs while a group is active
+  std::atomic<int> failed{0};
+  std::vector<std::thread> th;
+  for (int i = 0; i < 2; i++)
+    th.emplace_back([&, i] {
+      BioTracker t;
+      for (int r = 0; r < 300; r++) {
+        const std::string path = "/brief" + std::to_string(i) + "-" + std::to_string(r);
+        auto s = t.make(ReqOp::read, uint64_t(r) << 12, 4096);
+        {
+          InGroup in(path);
+          q.submit_bio(&s->bio);
+        }
+        if (!io_group_remove(path).ok() || !t.wait_for(r + 1)) failed.fetch_add(1);
+      }
+    });
+  for (auto& x : th) x.join();
+  keep.stop();
+  EXPECT_EQ(failed.load(), 0);
+  d.reset();
+  for (int i = 0; i < kPads; i++) remove_groups({("/pad" + std::to_string(i)).c_str()});
+}
+
 }  // namespace
 }  // namespace blkmq::test
