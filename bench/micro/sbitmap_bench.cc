@@ -59,7 +59,7 @@ void sbq_get_put_batch(benchmark::State& state) {
     unsigned n = 0;
     for (uint64_t m = mask; m; m &= m - 1)
       bits[n++] = static_cast<int>(offset + static_cast<unsigned>(__builtin_ctzll(m)));
-    sbq.clear_batch(bits, n, 0);
+    sbq.clear_batch(bits, n, 0, 0);
     taken += n;
   }
   if (taken == 0) state.SkipWithError("get_batch returned no bits");

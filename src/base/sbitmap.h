@@ -150,8 +150,10 @@ class SbitmapQueue {
     if (!round_robin_ && bit < sb_.depth())
       alloc_hint_[cpu < nr_hints_ ? cpu : cpu % nr_hints_].store(bit, std::memory_order_relaxed);
   }
-  // Frees several bits, then wakes once for all of them.
-  void clear_batch(const int* bits, unsigned nr, int offset);
+  // Frees several bits (each bits[i] - offset), then wakes once for all of
+  // them; `cpu` is the caller's, as for clear(), read once per batch by
+  // the caller rather than once here.
+  void clear_batch(const int* bits, unsigned nr, int offset, unsigned cpu);
 
   // The wait queue a waiter should use; rotates through the 8 queues via
   // *wait_index (per hctx in the core).

@@ -111,7 +111,7 @@ uint64_t SbitmapQueue::get_batch(unsigned nr, unsigned* offset) {
 // seq_cst pair orders "bit freed" before "any waiters?" against add_wait()'s
 // "waiter counted" before "retry the allocation": one of the two always
 // sees the other, so no waiter sleeps on a bit freed unseen.
-void SbitmapQueue::clear_batch(const int* bits, unsigned nr, int offset) {
+void SbitmapQueue::clear_batch(const int* bits, unsigned nr, int offset, unsigned cpu) {
   if (nr == 0) return;
   const unsigned shift = sb_.shift();
   const unsigned word_mask = (1u << shift) - 1;
@@ -132,7 +132,7 @@ void SbitmapQueue::clear_batch(const int* bits, unsigned nr, int offset) {
   if (ws_active_.load(std::memory_order_seq_cst)) wake_up(nr);
   unsigned last = static_cast<unsigned>(bits[nr - 1] - offset);
   if (!round_robin_ && last < sb_.depth())
-    alloc_hint_[this_cpu()].store(last, std::memory_order_relaxed);
+    alloc_hint_[cpu < nr_hints_ ? cpu : cpu % nr_hints_].store(last, std::memory_order_relaxed);
 }
 
 // Counts frees globally and issues one batch wake-up per wake_batch frees.

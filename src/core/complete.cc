@@ -250,19 +250,35 @@ bool add_to_batch(Request* rq, IoCompBatch* iob, BlkStatus st) {
   return true;
 }
 
-// blk_mq_end_request_batch: ends each request, then returns driver tags and
-// usage references in groups of up to 32 per hctx.
+bool complete_request_batched(Request* rq, BlkStatus st, IoCompBatch* iob) {
+  RqState expected = RqState::in_flight;
+  // As complete_request: see there for the orders.
+  if (!rq->state.compare_exchange_strong(expected, RqState::complete, std::memory_order_acq_rel))
+    return false;
+  rq->status = st;
+  if (complete_remote(rq) || add_to_batch(rq, iob, st)) return true;
+  complete_rq_now(rq);
+  return true;
+}
+
+// blk_mq_end_request_batch. One clock read for the batch, as the kernel's
+// (its iob->need_ts): every request of a batch ended at the same moment.
 void end_request_batch(IoCompBatch* iob) {
+  if (iob->reqs.empty()) return;
   constexpr unsigned kTagCompBatch = 32;
   int tags[kTagCompBatch];
   unsigned nr = 0;
   HwCtxImpl* cur = nullptr;
   const unsigned cpu = base::this_cpu();
+  uint64_t now = 0;
   while (Request* rq = iob->reqs.pop_front()) {
     rq->state.store(RqState::complete, std::memory_order_relaxed);
     trace_rq(rq, blktrace::kComplete, rq->status);
     end_all_bios(rq, rq->status, cpu);
-    if (rq->rq_flags & kRqfIoStat) account_io_done(rq, blk_time_get_ns(to_impl(rq->q)), cpu);
+    if (rq->rq_flags & kRqfIoStat) {
+      if (!now) now = blk_time_get_ns(to_impl(rq->q));
+      account_io_done(rq, now, cpu);
+    }
     rq_qos_done(to_impl(rq->q), rq);
     rq->state.store(RqState::idle, std::memory_order_relaxed);
     // A tag iterator holds it: the last drop frees. Pairs with tags.cc:
@@ -270,13 +286,13 @@ void end_request_batch(IoCompBatch* iob) {
     if (rq->ref.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
     HwCtxImpl* h = to_impl(rq->mq_hctx);
     if (nr == kTagCompBatch || (cur && cur != h)) {
-      free_tags_batch(cur, tags, nr);
+      free_tags_batch(cur, tags, nr, cpu);
       nr = 0;
     }
     cur = h;
     tags[nr++] = rq->tag;
   }
-  if (cur) free_tags_batch(cur, tags, nr);
+  if (cur) free_tags_batch(cur, tags, nr, cpu);
 }
 
 void requeue_request(Request* rq, bool kick) {

@@ -396,9 +396,9 @@ void free_request(Request* rq, unsigned cpu);
 // counter of `cpu`, the caller's). Any context.
 void free_request_ref(Request* rq);
 void free_request_ref(Request* rq, unsigned cpu);
-// Returns a batch of driver tags of one hctx and their usage references.
-// Any context.
-void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr);
+// Returns a batch of driver tags of one hctx and their usage references
+// (on the counter of `cpu`, the caller's). Any context.
+void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr, unsigned cpu);
 // Takes a driver tag for a request that has only a scheduler tag; false
 // if none is free (fair share included). Dispatch context.
 bool get_driver_tag(Request* rq);

@@ -342,12 +342,12 @@ void free_request_ref(Request* rq, unsigned cpu) {
 
 void free_request_ref(Request* rq) { free_request_ref(rq, base::this_cpu()); }
 
-void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr) {
+void free_tags_batch(HwCtxImpl* hctx, const int* tags, unsigned nr, unsigned cpu) {
   if (!nr) return;
-  for (unsigned i = 0; i < nr; i++) dec_active(hctx);
-  hctx->tags->bitmap_tags.clear_batch(tags, nr, static_cast<int>(hctx->tags->nr_reserved));
+  if (queue_shared(hctx)) active_owner(hctx)->nr_active.fetch_sub(nr, std::memory_order_relaxed);
+  hctx->tags->bitmap_tags.clear_batch(tags, nr, static_cast<int>(hctx->tags->nr_reserved), cpu);
   sched_restart(hctx);
-  hctx->q->exit_ref(nr);
+  hctx->q->exit_ref_on(cpu, nr);
 }
 
 void free_request(Request* rq) { free_request(rq, base::this_cpu()); }

@@ -158,7 +158,7 @@ TEST(SbitmapQueue, ClearBatchWakesOnceForAll) {
   }
   std::vector<int> tags;
   for (int i = 0; i < 8; i++) tags.push_back(held[i] + 1000);
-  q.clear_batch(tags.data(), static_cast<unsigned>(tags.size()), 1000);
+  q.clear_batch(tags.data(), static_cast<unsigned>(tags.size()), 1000, 0);
   unsigned woken = 0;
   for (auto& t : tws) woken += t->woken();
   EXPECT_EQ(woken, 8u);  // one batch of wake_batch waiters

@@ -131,6 +131,40 @@ TEST(Routing, DoubleCompletionIsIgnored) {
   EXPECT_EQ(s->status, BlkStatus::ok);
 }
 
+// complete_request_batched (issue 29): one winner as complete_request; a
+// request it may batch ends only with the batch, an error at once, and a
+// late second completion of a batched one is refused.
+TEST(Routing, CompleteRequestBatchedEndsOnceInTheBatchAndErrorsAtOnce) {
+  StubDriver::Options o;
+  o.mode = CompleteMode::never;
+  StubDriver d(o);
+  ASSERT_TRUE(d.q().set_attr("queue/rq_affinity", "0"));
+  ASSERT_TRUE(d.q().set_attr("queue/task_completion", "local"));
+  BioTracker t;
+  Slots s;
+  for (int i = 0; i < 3; i++) {
+    s.push_back(t.make(ReqOp::read, uint64_t(i) * 8192, 4096));
+    d.q().submit_bio(&s.back()->bio);
+  }
+  auto held = d.take_held();
+  ASSERT_EQ(held.size(), 3u);
+  IoCompBatch iob;
+  EXPECT_TRUE(complete_request_batched(held[0], BlkStatus::ok, &iob));
+  EXPECT_TRUE(complete_request_batched(held[1], BlkStatus::ioerr, &iob));
+  EXPECT_FALSE(complete_request_batched(held[0], BlkStatus::ioerr, &iob));
+  EXPECT_EQ(s[0]->ends.load(), 0);  // waits for the batch
+  EXPECT_EQ(s[1]->ends.load(), 1);  // an error is never batched
+  EXPECT_EQ(s[1]->status, BlkStatus::ioerr);
+  end_request_batch(&iob);
+  EXPECT_EQ(s[0]->ends.load(), 1);
+  EXPECT_EQ(s[0]->status, BlkStatus::ok);
+  EXPECT_TRUE(complete_request(held[2], BlkStatus::ok));
+  ASSERT_TRUE(t.wait_for(3));
+  ASSERT_TRUE(wait_requests_freed(d.q()));
+  for (auto& x : s) EXPECT_EQ(x->ends.load(), 1);
+  EXPECT_EQ(*d.q().attr("mq/0/tags_busy"), "0");
+}
+
 // ---- flush machinery ----
 
 std::vector<std::string> ops_seen(StubDriver& d) {

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -186,6 +187,37 @@ TEST(NullDevice, PluggedBatchGoesThroughQueueRqs) {
   }
   EXPECT_TRUE(w.wait(24));
   EXPECT_EQ(w.errors(), 0);
+}
+
+// irqmode=0 ends a plug's requests as one batch (issue 29): every bio ends
+// once, before the plug's flush returns, and the disk statistics, the tags
+// and the in-flight count are what request-by-request completion gives.
+TEST(NullDevice, PluggedBatchEndsEachBioOnceWithExactStatistics) {
+  auto dev = make({{"irqmode", "0"}, {"poll_queues", "0"}, {"no_sched", "1"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  Waiter w;
+  std::vector<IoSlot> slots(32);
+  {
+    Plug plug(32);
+    for (int i = 0; i < 32; i++) {
+      slots[i].prep(i < 24 ? ReqOp::read : ReqOp::write, uint64_t(i) * 8192, 4096, &w);
+      q.submit_bio(&slots[i].bio);
+    }
+  }
+  EXPECT_EQ(w.ended(), 32);
+  EXPECT_EQ(w.errors(), 0);
+  std::istringstream in(*q.attr("stat"));
+  std::vector<uint64_t> f;
+  for (uint64_t v; in >> v;) f.push_back(v);
+  ASSERT_GE(f.size(), 11u);
+  EXPECT_EQ(f[0], 24u);   // read I/Os
+  EXPECT_EQ(f[2], 192u);  // read sectors
+  EXPECT_EQ(f[4], 8u);    // write I/Os
+  EXPECT_EQ(f[6], 64u);   // write sectors
+  EXPECT_EQ(f[8], 0u);    // in flight
+  EXPECT_EQ(*q.attr("mq/0/tags_busy"), "0");
+  EXPECT_EQ(*q.attr("inflight"), "       0        0");
 }
 
 // ---- memory backing ----

@@ -162,11 +162,24 @@ bool complete_request(Request* rq, BlkStatus st = BlkStatus::ok);
 // in task context.
 void complete_request_direct(Request* rq, void (*fn)(Request*));
 
-// Adds a completed request to a poll batch; returns false if it cannot be
-// batched (then end it yourself). Any context.
+// Adds a completed request to a batch (blk_mq_add_to_batch); returns false
+// if it cannot be batched (an error, a scheduler's or reserved request, a
+// flush step, one with an end_io), and then the caller ends it itself.
+// Any context; the batch belongs to the caller's thread.
 bool add_to_batch(Request* rq, IoCompBatch* iob, BlkStatus st);
-// Ends every request in the batch, returning tags in groups.
+// Ends every request in the batch (blk_mq_end_request_batch): each bio
+// ends once and the accounting is that of end_request, but the clock and
+// the CPU are read once per batch and driver tags and usage references
+// go back in groups of up to 32 per hctx. Any context.
 void end_request_batch(IoCompBatch* iob);
+// complete_request for a driver that reaps many completions in one pass
+// (a reaper thread, an interrupt handler's loop; nvme_irq's pattern): the
+// same single winner and routing, but a request that would be ended right
+// here and can be batched goes into `iob`, to be ended with the others by
+// the caller's end_request_batch(iob) at the end of the pass. Only for
+// drivers whose ops.complete does nothing but end_request(rq, rq->status):
+// a batched request skips ops.complete. Returns as complete_request.
+bool complete_request_batched(Request* rq, BlkStatus st, IoCompBatch* iob);
 
 // Driver-initiated requeue: releases the driver tag and puts the request on
 // the queue's requeue list; with kick, the requeue worker re-inserts it now.

@@ -64,6 +64,12 @@ class UblkDevice;
 
 // One hw queue's server (ublksrv's ublk_queue + its pthread). The ring and
 // the sleep flag are what queue_rq touches; the rest is the server's.
+// The completion batch of the server thread's current pass over its ring
+// (UblkServer::drain), or null on any other thread: UblkIo::complete puts
+// a request a target ends within handle() into it, and drain ends them all
+// together (end_request_batch) when the pass is over.
+IoCompBatch*& ublk_pass_batch();
+
 class UblkServer {
  public:
   UblkServer(UblkDevice* dev, unsigned q, unsigned depth);

@@ -32,12 +32,23 @@ bool UblkIo::complete(BlkStatus st, uint32_t bytes) {
   }
   // Task context (or whatever the caller is in): the core decides between
   // completing right here and raising the softirq (queue/task_completion).
+  // Within the server's pass, one that ublk_complete would only end joins
+  // the pass's batch.
+  IoCompBatch* iob = ublkd::ublk_pass_batch();
+  if (iob && !short_ && !static_cast<ublkd::UblkDevice*>(queue_data(rq_->q))->options().completion_hook)
+    return complete_request_batched(rq_, st, iob);
   return complete_request(rq_, st);
 }
 
 }  // namespace blkmq
 
 namespace blkmq::ublkd {
+
+IoCompBatch*& ublk_pass_batch() {
+  thread_local IoCompBatch* batch = nullptr;
+  return batch;
+}
+
 namespace {
 
 BlkStatus ublk_queue_rq(HwCtx* hctx, const QueueData& bd) {

@@ -95,10 +95,14 @@ void UblkServer::run() {
 unsigned UblkServer::drain() {
   unsigned n = 0;
   UblkTarget* t = dev_->target();
+  IoCompBatch iob;
+  ublk_pass_batch() = &iob;
   while (Request* rq = ring_.pop()) {
     t->handle(*to_cmd(rq));
     n++;
   }
+  ublk_pass_batch() = nullptr;
+  end_request_batch(&iob);
   return n;
 }
 
