@@ -231,10 +231,14 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   return sp;
 }
 
-// Forced inline (as try_bio_merge): one caller, on every bio's path.
-[[gnu::always_inline]] inline bool cached_rq_usable(QueueImpl* q, const SwCtx* ctx, const Request* rq, const Bio* bio) {
+// Forced inline (as try_bio_merge): one caller, on every bio's path. As
+// blk_mq_peek_cached_request: the same queue, the hctx the bio maps to
+// (through the request's own software queue, so a read type that falls
+// back to the default hctx matches), and scheduler tags exactly when a
+// scheduler is attached.
+[[gnu::always_inline]] inline bool cached_rq_usable(QueueImpl* q, const Request* rq, const Bio* bio) {
   if (rq->q != q || bio->op == ReqOp::flush) return false;
-  return ctx->hctxs[static_cast<unsigned>(hctx_type_for(bio->op, bio->flags))] == rq->mq_hctx &&
+  return rq->mq_ctx->hctxs[static_cast<unsigned>(hctx_type_for(bio->op, bio->flags))] == rq->mq_hctx &&
          bool(rq->rq_flags & kRqfSchedTags) == (q->elevator_ != nullptr);
 }
 
@@ -250,16 +254,19 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   return ctx_bio_merge(q, ctx, hctx_type_for(bio->op, bio->flags), bio, nr_segs);
 }
 
-// blk_mq_submit_bio for a bio within the limits. The CPU is read once: the
-// kernel's smp_processor_id() is free, here it is a load from the rseq area
-// (a system call where rseq is missing, as under valgrind). Inlined into
-// both callers: the common one is a bio within the limits.
+// blk_mq_submit_bio for a bio within the limits. The CPU is read at most
+// once: the kernel's smp_processor_id() is free, here it is a load from
+// the rseq area (a system call where rseq is missing, as under valgrind).
+// A bio that takes a plug's cached request uses that request's software
+// queue, the CPU this thread allocated the plug's batch on, a few bios
+// ago: the kernel's submitter may be preempted and moved between reading
+// its CPU and using the queue too, and nothing depends on it being exact.
+// Inlined into both callers: the common one is a bio within the limits.
 [[gnu::always_inline]] inline void submit_one(QueueImpl* q, Bio* bio) {
   PlugState* plug = current_plug_state();
-  SwCtx* ctx = q->ctx(base::this_cpu());
   Request* rq = nullptr;
-  const bool use_cached =
-      plug && !plug->cached_rqs.empty() && cached_rq_usable(q, ctx, plug->cached_rqs.head, bio);
+  const bool use_cached = plug && !plug->cached_rqs.empty() && cached_rq_usable(q, plug->cached_rqs.head, bio);
+  SwCtx* ctx = use_cached ? plug->cached_rqs.head->mq_ctx : q->ctx(base::this_cpu());
   if (!use_cached && !q->enter(bio->flags & kBioNowait)) {
     fail_bio(bio, q->dying_.load() ? BlkStatus::ioerr : BlkStatus::again);
     return;
@@ -507,6 +514,12 @@ Request* Queue::alloc_request(ReqOp op, bool reserved, bool nowait) {
     q->exit_ref();
     return nullptr;
   }
+  // What bio_to_request sets for a bio's request (init_rq leaves them).
+  rq->bio = rq->biotail = nullptr;
+  rq->data_len = 0;
+  rq->sector = 0;
+  rq->nr_phys_segments = 0;
+  rq->ioc = nullptr;
   return rq;  // with a scheduler: scheduler tags, but never the scheduler itself
 }
 

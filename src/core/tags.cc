@@ -151,10 +151,9 @@ void init_rq(AllocData& d, Tags* tags, int tag) {
   rq->flush_seq = 0;
   rq->rq_qos_seen = 0;
   rq->budget_token = -1;
-  rq->bio = rq->biotail = nullptr;
-  rq->data_len = 0;
-  rq->sector = 0;
-  rq->nr_phys_segments = 0;
+  // bio, data_len, sector, nr_phys_segments and ioc are the bio's
+  // (bio_to_request) or, for a passthrough command, Queue::alloc_request's:
+  // not written twice on the I/O path, as blk_mq_rq_ctx_init leaves them.
   rq->timeout_ms = 0;
   rq->deadline_ns = 0;
   rq->start_time_ns = 0;
@@ -163,7 +162,6 @@ void init_rq(AllocData& d, Tags* tags, int tag) {
   rq->end_io = nullptr;
   rq->end_io_data = nullptr;
   rq->requeue_count = 0;
-  rq->ioc = nullptr;
   rq->submit_cpu = d.ctx->cpu;
   rq->elv_priv[0] = rq->elv_priv[1] = rq->elv_priv[2] = nullptr;
   rq->fifo_time = 0;
