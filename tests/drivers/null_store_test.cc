@@ -150,6 +150,56 @@ TEST(NullStore, DiscardDropsCachedCopies) {
   EXPECT_TRUE(all_zero(out));
 }
 
+// The default null device is 250 GiB: its last pages have the largest keys
+// the index takes, and a capacity that ends inside a page still stores
+// that page's first part.
+TEST(NullStore, PagesAtTheEndOfALargeOrRaggedDevice) {
+  for (uint64_t cap : {250ull << 30, (1ull << 20) + 512}) {
+    for (uint64_t cache : {0ull, 1ull << 20}) {
+      PageStore s(cap, cache);
+      auto d = pattern(512, 12);
+      ASSERT_EQ(s.write(cap - 512, d.data(), 512, false), BlkStatus::ok) << cap;
+      ASSERT_EQ(s.write(cap - 4096 - 512, d.data(), 512, false), BlkStatus::ok) << cap;
+      std::vector<unsigned char> out(512);
+      ASSERT_EQ(s.read(cap - 512, out.data(), 512), BlkStatus::ok);
+      EXPECT_EQ(out, d);
+      ASSERT_EQ(s.flush(), BlkStatus::ok);
+      EXPECT_EQ(s.backing_pages(), 2u);
+      ASSERT_EQ(s.read(cap - 4096 - 512, out.data(), 512), BlkStatus::ok);
+      EXPECT_EQ(out, d);
+      EXPECT_EQ(s.write(cap - 256, d.data(), 512, false), BlkStatus::inval);
+      // The last page whole (or what the device has of it), discarded.
+      const uint64_t last = (cap - 1) / 4096 * 4096;
+      ASSERT_EQ(s.discard(last, cap - last), BlkStatus::ok);
+      EXPECT_EQ(s.backing_pages(), cap - last == 4096 ? 1u : 2u) << cap;
+    }
+  }
+}
+
+// A full cache evicts every page in turn, not one page over and over: a
+// stream of new pages twice the cache's size leaves only the newest
+// cached, and the older ones written back.
+TEST(NullStore, EvictionWalksTheCache) {
+  PageStore s(kCap, 8 * 4096, 1);  // 8 cache pages, one shard
+  for (uint64_t p = 0; p < 16; p++) {
+    auto d = pattern(4096, static_cast<unsigned>(p));
+    ASSERT_EQ(s.write(p * 4096, d.data(), 4096, false), BlkStatus::ok);
+  }
+  EXPECT_EQ(s.cached_pages(), 8u);
+  EXPECT_EQ(s.backing_pages(), 8u);
+  // A power cut loses exactly the cached pages, the 8 newest.
+  EXPECT_EQ(s.power_cut(), 8u);
+  std::vector<unsigned char> out(4096);
+  for (uint64_t p = 0; p < 16; p++) {
+    s.read(p * 4096, out.data(), 4096);
+    if (p < 8) {
+      EXPECT_EQ(out, pattern(4096, static_cast<unsigned>(p))) << p;
+    } else {
+      EXPECT_TRUE(all_zero(out)) << p;
+    }
+  }
+}
+
 TEST(NullStore, ConcurrentDisjointWriters) {
   PageStore s(kCap, 256 * 4096);
   const int kThreads = 8, kOps = 500;

@@ -32,7 +32,16 @@ PageStore::PageStore(uint64_t capacity_bytes, uint64_t cache_bytes, unsigned nr_
     : capacity_(capacity_bytes) {
   unsigned n = std::bit_ceil(std::max(1u, nr_shards));
   shard_mask_ = n - 1;
+  shard_bits_ = static_cast<unsigned>(std::countr_zero(n));
   shards_ = std::make_unique<Shard[]>(n);
+  // Every page of the device, the last one perhaps partial, has a key in
+  // its shard below this.
+  const uint64_t pages = capacity_bytes / kPageSize + (capacity_bytes % kPageSize != 0);
+  const uint64_t keys = pages ? key_of(pages - 1) + 1 : 0;
+  for (unsigned i = 0; i < n; i++) {
+    shards_[i].backing = PageMap(keys);
+    shards_[i].cache = PageMap(keys);
+  }
   uint64_t cache_pages = cache_bytes / kPageSize;
   // Each shard evicts within itself, so give every shard its part of the
   // cache (at least one page when there is a cache at all).
@@ -41,73 +50,74 @@ PageStore::PageStore(uint64_t capacity_bytes, uint64_t cache_bytes, unsigned nr_
 
 PageStore::~PageStore() = default;
 
-void PageStore::read_page(Shard& s, uint64_t idx, uint32_t pos, unsigned char* dst, uint32_t n) {
+void PageStore::read_page(Shard& s, uint64_t key, uint32_t pos, unsigned char* dst, uint32_t n) {
   // The cache holds the newest copy of a page when it has one.
-  auto it = s.cache.find(idx);
-  if (it == s.cache.end()) {
-    it = s.backing.find(idx);
-    if (it == s.backing.end()) {
-      std::memset(dst, 0, n);
-      return;
-    }
+  Page* page = s.cache.find(key);
+  if (!page) page = s.backing.find(key);
+  if (!page) {
+    std::memset(dst, 0, n);
+    return;
   }
-  std::memcpy(dst, it->second->data + pos, n);
+  std::memcpy(dst, page->data + pos, n);
 }
 
-void PageStore::write_back(Shard& s, PageMap::iterator it) {
-  s.backing[it->first] = std::move(it->second);
-  s.cache.erase(it);
+bool PageStore::evict_one(Shard& s) {
+  uint64_t key = s.evict_from;
+  if (!s.cache.next(&key)) {
+    key = 0;
+    if (!s.cache.next(&key)) return true;  // nothing cached
+  }
+  if (!s.cache.move_entry(key, s.backing)) return false;
+  s.evict_from = key + 1;
+  return true;
 }
 
-bool PageStore::write_page(Shard& s, uint64_t idx, uint32_t pos, const unsigned char* src,
+bool PageStore::write_page(Shard& s, uint64_t key, uint32_t pos, const unsigned char* src,
                            uint32_t n, bool fua) {
-  try {
-    if (cache_pages_per_shard_ == 0) {
-      auto& page = s.backing[idx];
-      if (!page) {
-        page.reset(new (std::nothrow) Page);
-        if (!page) {
-          s.backing.erase(idx);
-          return false;
-        }
-        std::memset(page->data, 0, kPageSize);
-      }
-      std::memcpy(page->data + pos, src, n);
-      return true;
-    }
-    auto it = s.cache.find(idx);
-    if (it == s.cache.end()) {
-      if (s.cache.size() >= cache_pages_per_shard_) write_back(s, s.cache.begin());
-      // A cache page starts as the backing copy, so a partial write keeps
-      // the rest of the page.
-      std::unique_ptr<Page> page(new (std::nothrow) Page);
-      if (!page) return false;
-      auto b = s.backing.find(idx);
-      if (b != s.backing.end()) {
-        std::memcpy(page->data, b->second->data, kPageSize);
-      } else {
-        std::memset(page->data, 0, kPageSize);
-      }
-      it = s.cache.emplace(idx, std::move(page)).first;
-    }
-    std::memcpy(it->second->data + pos, src, n);
-    if (fua) write_back(s, it);
-    return true;
-  } catch (const std::bad_alloc&) {
-    return false;
+  if (cache_pages_per_shard_) return write_cached(s, key, pos, src, n, fua);
+  Page* page = s.backing.find(key);
+  if (!page) {
+    std::unique_ptr<Page> fresh(new (std::nothrow) Page);
+    if (!fresh) return false;
+    std::memset(fresh->data, 0, kPageSize);
+    page = fresh.get();
+    if (!s.backing.put(key, fresh)) return false;  // fresh still owns the page
   }
+  std::memcpy(page->data + pos, src, n);
+  return true;
 }
 
-void PageStore::discard_page(Shard& s, uint64_t idx, uint32_t pos, uint32_t n) {
+bool PageStore::write_cached(Shard& s, uint64_t key, uint32_t pos, const unsigned char* src,
+                             uint32_t n, bool fua) {
+  Page* page = s.cache.find(key);
+  if (!page) {
+    if (s.cache.size() >= cache_pages_per_shard_ && !evict_one(s)) return false;
+    // A cache page starts as the backing copy, so a partial write keeps
+    // the rest of the page.
+    std::unique_ptr<Page> fresh(new (std::nothrow) Page);
+    if (!fresh) return false;
+    if (const Page* b = s.backing.find(key)) {
+      std::memcpy(fresh->data, b->data, kPageSize);
+    } else {
+      std::memset(fresh->data, 0, kPageSize);
+    }
+    page = fresh.get();
+    if (!s.cache.put(key, fresh)) return false;
+  }
+  std::memcpy(page->data + pos, src, n);
+  if (fua) return s.cache.move_entry(key, s.backing);
+  return true;
+}
+
+void PageStore::discard_page(Shard& s, uint64_t key, uint32_t pos, uint32_t n) {
   if (n == kPageSize) {
-    s.cache.erase(idx);
-    s.backing.erase(idx);
+    s.cache.take(key);
+    s.backing.take(key);
     return;
   }
   // A partial discard keeps the page but must read back as zeros.
   for (PageMap* m : {&s.cache, &s.backing}) {
-    auto it = m->find(idx);
-    if (it != m->end()) std::memset(it->second->data + pos, 0, n);
+    if (Page* page = m->find(key)) std::memset(page->data + pos, 0, n);
   }
 }
 
@@ -117,7 +127,7 @@ BlkStatus PageStore::read(uint64_t off, void* dst, size_t len) {
   for_each_page(off, len, [&](uint64_t idx, uint32_t pos, uint32_t n, uint64_t boff) {
     Shard& s = shard_of(idx);
     std::lock_guard lk(s.mu);
-    read_page(s, idx, pos, out + boff, n);
+    read_page(s, key_of(idx), pos, out + boff, n);
     return true;
   });
   return BlkStatus::ok;
@@ -129,7 +139,7 @@ BlkStatus PageStore::write(uint64_t off, const void* src, size_t len, bool fua) 
   bool ok = for_each_page(off, len, [&](uint64_t idx, uint32_t pos, uint32_t n, uint64_t boff) {
     Shard& s = shard_of(idx);
     std::lock_guard lk(s.mu);
-    return write_page(s, idx, pos, in + boff, n, fua);
+    return write_page(s, key_of(idx), pos, in + boff, n, fua);
   });
   return ok ? BlkStatus::ok : BlkStatus::nospc;
 }
@@ -139,7 +149,7 @@ BlkStatus PageStore::discard(uint64_t off, uint64_t len) {
   for_each_page(off, len, [&](uint64_t idx, uint32_t pos, uint32_t n, uint64_t) {
     Shard& s = shard_of(idx);
     std::lock_guard lk(s.mu);
-    discard_page(s, idx, pos, n);
+    discard_page(s, key_of(idx), pos, n);
     return true;
   });
   return BlkStatus::ok;
@@ -150,10 +160,9 @@ BlkStatus PageStore::flush() {
   for (uint64_t i = 0; i <= shard_mask_; i++) {
     Shard& s = shards_[i];
     std::lock_guard lk(s.mu);
-    try {
-      while (!s.cache.empty()) write_back(s, s.cache.begin());
-    } catch (const std::bad_alloc&) {
-      return BlkStatus::nospc;
+    // Each write-back removes the page found, so the search goes on from it.
+    for (uint64_t key = 0; s.cache.next(&key);) {
+      if (!s.cache.move_entry(key, s.backing)) return BlkStatus::nospc;
     }
   }
   return BlkStatus::ok;
@@ -191,7 +200,7 @@ uint64_t PageStore::cached_pages() const {
 bool PageStore::page_stored(uint64_t idx) {
   Shard& s = shard_of(idx);
   std::lock_guard lk(s.mu);
-  return s.cache.count(idx) || s.backing.count(idx);
+  return s.cache.find(key_of(idx)) || s.backing.find(key_of(idx));
 }
 
 Result<std::vector<Extent>> PageStore::allocation(uint64_t off, uint64_t len, uint32_t granule,

@@ -1,5 +1,6 @@
 // The memory-backed null device's data: a sparse store of 4 KiB pages with
-// an optional write-back cache in front of it (null_blk's radix trees).
+// an optional write-back cache in front of it, each a radix tree keyed by
+// page number (null_blk's xarrays).
 #pragma once
 
 #include <atomic>
@@ -7,9 +8,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
+#include "base/radix_index.h"
 #include "blkmq/device.h"
 
 #include "blkmq/driver/request.h"
@@ -19,7 +20,9 @@ namespace blkmq::nullb {
 
 // Thread-safe. Pages are spread over shards by page index, each shard under
 // its own mutex, so concurrent I/O to different pages rarely contends. Never
-// written bytes read as zeros. Calls may sleep (mutex, allocation): the
+// written bytes read as zeros. When the cache is full, a write evicts
+// (writes back) the shard's next cached page after the last one evicted, by
+// page number, wrapping around (null_blk's cache_flush_pos). Calls may sleep (mutex, allocation): the
 // device that uses a store runs with a blocking tag set.
 class PageStore {
  public:
@@ -67,7 +70,7 @@ class PageStore {
   // At most max_extents extents (see Device::allocation); a range that
   // starts or ends inside a unit gets that unit's answer for its part.
   // inval if out of range.
-  // Cost: one hash lookup per page under that page's shard lock.
+  // Cost: one or two tree lookups per page under that page's shard lock.
   Result<std::vector<Extent>> allocation(uint64_t off, uint64_t len, uint32_t granule, size_t max_extents);
 
   uint64_t capacity() const { return capacity_; }
@@ -80,28 +83,36 @@ class PageStore {
   struct Page {
     alignas(64) unsigned char data[kPageSize];
   };
-  using PageMap = std::unordered_map<uint64_t, std::unique_ptr<Page>>;
+  // Keyed by the page's number within its shard (idx >> shard_bits_), so
+  // each shard's keys are dense and its trees as shallow as they can be.
+  using PageMap = base::RadixMap<Page>;
   struct alignas(64) Shard {
     std::mutex mu;
     PageMap backing;
     PageMap cache;
+    uint64_t evict_from = 0;  // the key the next eviction searches from
   };
 
   Shard& shard_of(uint64_t idx) { return shards_[idx & shard_mask_]; }
+  uint64_t key_of(uint64_t idx) const { return idx >> shard_bits_; }
   bool in_range(uint64_t off, uint64_t len) const {
     return off <= capacity_ && len <= capacity_ - off;
   }
   // Each helper handles the part of one page; the shard lock is held.
-  static void read_page(Shard& s, uint64_t idx, uint32_t pos, unsigned char* dst, uint32_t n);
-  bool write_page(Shard& s, uint64_t idx, uint32_t pos, const unsigned char* src, uint32_t n,
+  // `key` is the page's key in shard s (key_of).
+  static void read_page(Shard& s, uint64_t key, uint32_t pos, unsigned char* dst, uint32_t n);
+  bool write_page(Shard& s, uint64_t key, uint32_t pos, const unsigned char* src, uint32_t n,
                   bool fua);
-  static void discard_page(Shard& s, uint64_t idx, uint32_t pos, uint32_t n);
-  static void write_back(Shard& s, PageMap::iterator it);
+  bool write_cached(Shard& s, uint64_t key, uint32_t pos, const unsigned char* src, uint32_t n,
+                    bool fua);
+  static void discard_page(Shard& s, uint64_t key, uint32_t pos, uint32_t n);
+  static bool evict_one(Shard& s);
   bool page_stored(uint64_t idx);
 
   uint64_t capacity_;
   size_t cache_pages_per_shard_;
   uint64_t shard_mask_;
+  unsigned shard_bits_;
   std::unique_ptr<Shard[]> shards_;
 };
 
