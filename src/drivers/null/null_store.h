@@ -99,8 +99,9 @@ class PageStore {
     return off <= capacity_ && len <= capacity_ - off;
   }
   // Each helper handles the part of one page; the shard lock is held.
-  // `key` is the page's key in shard s (key_of).
-  static void read_page(Shard& s, uint64_t key, uint32_t pos, unsigned char* dst, uint32_t n);
+  // `key` is the page's key in shard s (key_of). The page a read sees:
+  // the cached copy, else the backing one, else nullptr (zeros).
+  static Page* find_page(Shard& s, uint64_t key);
   bool write_page(Shard& s, uint64_t key, uint32_t pos, const unsigned char* src, uint32_t n,
                   bool fua);
   bool write_cached(Shard& s, uint64_t key, uint32_t pos, const unsigned char* src, uint32_t n,
