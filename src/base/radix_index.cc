@@ -1,17 +1,48 @@
 #include "base/radix_index.h"
 
+#include <algorithm>
 #include <bit>
 #include <new>
 #include <utility>
 
 namespace blkmq::base {
 
-RadixIndex::RadixIndex(uint64_t nr_keys) : limit_(nr_keys) {
-  // Enough levels for the largest key; at least one, so a lookup always
-  // ends at a value slot.
-  const auto bits = static_cast<unsigned>(std::bit_width(nr_keys > 1 ? nr_keys - 1 : 1));
-  levels_ = (bits + kBits - 1) / kBits;
-  top_shift_ = (levels_ - 1) * kBits;
+namespace {
+
+// Levels that keys up to `key` need: at least one, so a lookup always ends
+// at a value slot.
+unsigned levels_for(uint64_t key) {
+  const auto bits = static_cast<unsigned>(std::bit_width(key | 1));
+  return (bits + RadixIndex::kBits - 1) / RadixIndex::kBits;
+}
+
+}  // namespace
+
+RadixIndex::RadixIndex(uint64_t nr_keys) : limit_(nr_keys) { set_levels(1); }
+
+void RadixIndex::set_levels(unsigned levels) {
+  levels_ = levels;
+  top_shift_ = (levels - 1) * kBits;
+  const unsigned bits = levels * kBits;
+  end_ = bits >= 64 ? limit_ : std::min(limit_, uint64_t{1} << bits);
+}
+
+// Adds levels on top until key fits. False if a node cannot be allocated
+// (the levels added so far stay: each is a valid tree).
+bool RadixIndex::grow_to(uint64_t key) {
+  if (!root_) {
+    set_levels(levels_for(key));
+    return true;
+  }
+  while (key >= end_) {
+    auto* top = new (std::nothrow) Node;
+    if (!top) return false;
+    top->slot[0] = root_;
+    top->used = 1;
+    root_ = top;
+    set_levels(levels_ + 1);
+  }
+  return true;
 }
 
 RadixIndex::~RadixIndex() { clear(nullptr); }
@@ -20,8 +51,11 @@ RadixIndex::RadixIndex(RadixIndex&& o) noexcept
     : root_(std::exchange(o.root_, nullptr)),
       limit_(std::exchange(o.limit_, 0)),
       size_(std::exchange(o.size_, 0)),
-      levels_(std::exchange(o.levels_, 1)),
-      top_shift_(std::exchange(o.top_shift_, 0)) {}
+      levels_(o.levels_),
+      top_shift_(o.top_shift_) {
+  end_ = o.end_;
+  o.set_levels(1);
+}
 
 RadixIndex& RadixIndex::operator=(RadixIndex&& o) noexcept {
   if (this != &o) {
@@ -29,14 +63,17 @@ RadixIndex& RadixIndex::operator=(RadixIndex&& o) noexcept {
     root_ = std::exchange(o.root_, nullptr);
     limit_ = std::exchange(o.limit_, 0);
     size_ = std::exchange(o.size_, 0);
-    levels_ = std::exchange(o.levels_, 1);
-    top_shift_ = std::exchange(o.top_shift_, 0);
+    levels_ = o.levels_;
+    top_shift_ = o.top_shift_;
+    end_ = o.end_;
+    o.set_levels(1);
   }
   return *this;
 }
 
 bool RadixIndex::store(uint64_t key, void* value, void** old) {
   if (key >= limit_ || !value) return false;
+  if (key >= end_ && !grow_to(key)) return false;
   if (!root_) root_ = new (std::nothrow) Node;
   if (!root_) return false;
   Node* path[kMaxLevels];
@@ -68,7 +105,7 @@ bool RadixIndex::store(uint64_t key, void* value, void** old) {
 }
 
 void* RadixIndex::erase(uint64_t key) {
-  if (key >= limit_) return nullptr;
+  if (key >= end_) return nullptr;
   Node* path[kMaxLevels];
   Node* n = root_;
   for (unsigned level = 0; n; level++) {
@@ -97,6 +134,7 @@ void RadixIndex::prune(uint64_t key, Node* const* path, unsigned depth) {
     delete path[level];
     if (level == 0) {
       root_ = nullptr;
+      set_levels(1);
     } else {
       path[level - 1]->slot[index(key, level - 1)] = nullptr;
       path[level - 1]->used--;
@@ -125,7 +163,7 @@ void* RadixIndex::first_from(const Node* n, unsigned level, uint64_t from, uint6
 }
 
 void* RadixIndex::next(uint64_t* key) const {
-  if (!root_ || *key >= limit_) return nullptr;
+  if (!root_ || *key >= end_) return nullptr;
   uint64_t found = 0;
   void* v = first_from(root_, 0, *key, &found);
   if (v) *key = found;
@@ -148,6 +186,7 @@ void RadixIndex::clear(void (*drop)(void*)) {
   if (root_) free_subtree(root_, levels_ - 1, drop);
   root_ = nullptr;
   size_ = 0;
+  set_levels(1);
 }
 
 }  // namespace blkmq::base

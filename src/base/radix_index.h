@@ -1,6 +1,7 @@
 // A radix tree from integer keys below a fixed limit to pointers: 64-way
-// nodes, as many levels as the limit's bits need (6 bits a level), so a
-// lookup is one dependent load per level and no hashing. Used where a hash
+// nodes, as many levels as the largest key stored needs (6 bits a level, at
+// most what the limit needs), so a lookup is one dependent load per level
+// and no hashing, and small keys stay shallow in a large key space. Used where a hash
 // map keyed by a dense-ish index (a page number) would hash on every access.
 #pragma once
 
@@ -13,7 +14,9 @@ namespace blkmq::base {
 // Untyped index of non-null void* values; it never frees a value (see
 // RadixMap for the owning form). Not thread-safe: the caller locks. Nodes
 // are allocated on the way down to a new key and freed as soon as they hold
-// nothing, so memory follows what is stored, not the limit.
+// nothing, so memory follows what is stored, not the limit. A key beyond
+// the current height adds levels on top (the old root becomes slot 0 of
+// the new one); the height drops back only when the tree empties.
 class RadixIndex {
  public:
   static constexpr unsigned kBits = 6;
@@ -32,7 +35,7 @@ class RadixIndex {
 
   // The value at key, nullptr if none (or key out of range).
   void* find(uint64_t key) const {
-    if (key >= limit_) return nullptr;
+    if (key >= end_) return nullptr;
     const Node* n = root_;
     for (unsigned shift = top_shift_; n; shift -= kBits) {
       void* s = n->slot[(key >> shift) & (kFanout - 1)];
@@ -57,6 +60,7 @@ class RadixIndex {
 
   size_t size() const { return size_; }
   uint64_t limit() const { return limit_; }
+  // The current height (1 when empty).
   unsigned levels() const { return levels_; }
 
  private:
@@ -70,12 +74,15 @@ class RadixIndex {
   unsigned index(uint64_t key, unsigned level) const {
     return static_cast<unsigned>(key >> (top_shift_ - level * kBits)) & (kFanout - 1);
   }
+  void set_levels(unsigned levels);
+  bool grow_to(uint64_t key);
   void prune(uint64_t key, Node* const* path, unsigned depth);
   void* first_from(const Node* n, unsigned level, uint64_t from, uint64_t* found) const;
   static void free_subtree(Node* n, unsigned levels_below, void (*drop)(void*));
 
   Node* root_ = nullptr;
   uint64_t limit_ = 0;
+  uint64_t end_ = 0;  // keys below this fit the current height (and limit)
   size_t size_ = 0;
   unsigned levels_ = 1;
   unsigned top_shift_ = 0;

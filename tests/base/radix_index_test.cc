@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <random>
@@ -28,14 +29,30 @@ void put_new(RadixMap<Counted>& m, uint64_t key) {
   EXPECT_FALSE(v) << "key " << key << " was already stored";
 }
 
-TEST(RadixIndex, LevelsFollowTheLimit) {
-  EXPECT_EQ(RadixIndex(0).levels(), 1u);
-  EXPECT_EQ(RadixIndex(1).levels(), 1u);
-  EXPECT_EQ(RadixIndex(64).levels(), 1u);
-  EXPECT_EQ(RadixIndex(65).levels(), 2u);
-  EXPECT_EQ(RadixIndex(4096).levels(), 2u);
-  EXPECT_EQ(RadixIndex(4097).levels(), 3u);
-  EXPECT_EQ(RadixIndex(UINT64_MAX).levels(), 11u);
+// The height follows the largest key stored, within the limit, and drops
+// back to one level when the tree empties.
+TEST(RadixIndex, LevelsGrowWithTheLargestKey) {
+  RadixMap<Counted> m(UINT64_MAX);
+  EXPECT_EQ(m.levels(), 1u);
+  put_new(m, 63);
+  EXPECT_EQ(m.levels(), 1u);
+  put_new(m, 64);
+  EXPECT_EQ(m.levels(), 2u);
+  put_new(m, 4096);
+  EXPECT_EQ(m.levels(), 3u);
+  put_new(m, UINT64_MAX - 1);
+  EXPECT_EQ(m.levels(), 11u);
+  // The small keys moved down under the new roots and are still found.
+  for (uint64_t k : std::initializer_list<uint64_t>{63, 64, 4096, UINT64_MAX - 1}) ASSERT_NE(m.find(k), nullptr) << k;
+  EXPECT_EQ(m.find(65), nullptr);
+  for (uint64_t k : {63, 64, 4096}) m.take(static_cast<uint64_t>(k));
+  EXPECT_EQ(m.levels(), 11u);  // a stored key still needs them
+  m.take(UINT64_MAX - 1);
+  EXPECT_EQ(m.levels(), 1u);
+  // An empty tree starts at the height its first key needs.
+  put_new(m, 1u << 20);
+  EXPECT_EQ(m.levels(), 4u);
+  EXPECT_EQ(m.find(0), nullptr);
 }
 
 TEST(RadixIndex, EmptyFindsNothing) {
