@@ -43,7 +43,9 @@ TEST(RadixIndex, LevelsGrowWithTheLargestKey) {
   put_new(m, UINT64_MAX - 1);
   EXPECT_EQ(m.levels(), 11u);
   // The small keys moved down under the new roots and are still found.
-  for (uint64_t k : std::initializer_list<uint64_t>{63, 64, 4096, UINT64_MAX - 1}) ASSERT_NE(m.find(k), nullptr) << k;
+  for (uint64_t k : std::initializer_list<uint64_t>{63, 64, 4096, UINT64_MAX - 1}) {
+    ASSERT_NE(m.find(k), nullptr) << k;
+  }
   EXPECT_EQ(m.find(65), nullptr);
   for (uint64_t k : {63, 64, 4096}) m.take(static_cast<uint64_t>(k));
   EXPECT_EQ(m.levels(), 11u);  // a stored key still needs them
