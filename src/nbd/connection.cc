@@ -650,10 +650,15 @@ void Connection::end_io(Bio* bio) {
 // The notify is under the lock: once the writer can see the reply, it may
 // send it, the reader may find the connection idle and the connection may
 // be destroyed, so nothing of `this` may be touched after the unlock.
+// One wake-up per batch of replies: none while a sender holds the token
+// (it looks at done_ again before it gives the token back), and none for a
+// reply behind others (whoever queued the first woke the writer, or is the
+// reader, which sends them all after its batch).
 void Connection::complete(InFlight* io) {
   std::lock_guard g(mu_);
+  const bool first = done_.empty();
   done_.push_back(io);
-  if (tl_reader != this) cv_.notify_all();  // the reader sends its own after the batch
+  if (tl_reader != this && first && !sending_) cv_.notify_all();
 }
 
 }  // namespace blkmq::nbd

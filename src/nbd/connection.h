@@ -155,6 +155,9 @@ class Connection {
   void send_read_reply(InFlight* io);
   bool send_all(const std::string& s);
   bool send_all(const char* p, size_t n);
+  bool send_out(const char* p, size_t n);
+  bool send_out(const std::string& s);
+  bool flush_out();
   bool read_more(std::string* pending);
   bool receive_payload();
   void drop_partial();
@@ -203,6 +206,9 @@ class Connection {
   uint64_t inflight_bytes_ = 0;
   bool writer_exit_ = false;
   bool sending_ = false;             // the reader or the writer is sending replies
+  // The sending token's holder: small replies gathered for one send (one
+  // TLS record) per pass over done_, instead of one or two per reply.
+  std::string out_;
 };
 
 }  // namespace blkmq::nbd

@@ -50,11 +50,51 @@ void Connection::writer() {
   }
 }
 
+// Replies smaller than this are gathered in out_ (a 4 KiB READ's data
+// included); larger payloads go straight from their buffer, after what is
+// gathered. Gathering stops at kOutFlushBytes, so a busy connection still
+// sends as it goes.
+constexpr size_t kOutDirectBytes = 16 << 10;
+constexpr size_t kOutFlushBytes = 64 << 10;
+
+bool Connection::send_out(const char* p, size_t n) {
+  if (n >= kOutDirectBytes) return flush_out() && send_all(p, n);
+  out_.append(p, n);
+  return out_.size() < kOutFlushBytes || flush_out();
+}
+
+bool Connection::send_out(const std::string& s) { return send_out(s.data(), s.size()); }
+
+bool Connection::flush_out() {
+  if (out_.empty()) return !send_failed_.load(std::memory_order_relaxed);
+  const bool ok = send_all(out_);
+  out_.clear();
+  return ok;
+}
+
 // Sends every queued reply, holding the one sending token so that replies
 // never interleave on the socket. `l` holds mu_ on entry and on return.
+// A reply stays counted in flight until it is on the wire, not merely in
+// out_: the reader takes an idle connection as one with nothing left to
+// send. What was gathered goes out before the token is given back.
 void Connection::send_queued(std::unique_lock<std::mutex>& l) {
   sending_ = true;
-  while (!done_.empty()) {
+  unsigned unsent = 0;  // replies taken from done_ and still counted
+  uint64_t unsent_bytes = 0;
+  for (;;) {
+    if (unsent && out_.empty()) {
+      inflight_ -= unsent;
+      inflight_bytes_ -= unsent_bytes;
+      unsent = 0;
+      unsent_bytes = 0;
+    }
+    if (done_.empty()) {
+      if (out_.empty()) break;
+      l.unlock();
+      flush_out();
+      l.lock();
+      continue;  // replies that came in meanwhile join the next gather
+    }
     InFlight* io = done_.front();
     done_.pop_front();
     l.unlock();
@@ -68,8 +108,8 @@ void Connection::send_queued(std::unique_lock<std::mutex>& l) {
     delete io;
     if (lim_.budget) lim_.budget->give(bytes);
     l.lock();
-    inflight_--;
-    inflight_bytes_ -= bytes;
+    unsent++;
+    unsent_bytes += bytes;
   }
   sending_ = false;
   cv_.notify_all();  // the reader may wait for room or for idle
@@ -93,19 +133,19 @@ void Connection::reply_from_reader() {
 void Connection::send_reply(InFlight* io) {
   const Request& r = io->req;
   if (!io->reply.empty()) {
-    send_all(io->reply);
+    send_out(io->reply);
     return;
   }
   if (xlim_.structured && (r.type == kCmdRead || r.type == kCmdBlockStatus)) {
     if (io->error != 0 || r.type != kCmdRead) {
-      send_all(error_chunk(r.cookie, io->error ? io->error : uint32_t{kErrIo}, "request failed"));
+      send_out(error_chunk(r.cookie, io->error ? io->error : uint32_t{kErrIo}, "request failed"));
     } else {
       send_read_reply(io);
     }
     return;
   }
   const bool data = r.type == kCmdRead && io->error == 0;
-  if (send_all(simple_reply(r.cookie, io->error)) && data) send_all(io->buf.get(), r.length);
+  if (send_out(simple_reply(r.cookie, io->error)) && data) send_out(io->buf.get(), r.length);
 }
 
 namespace {
@@ -128,10 +168,10 @@ bool all_zero(const char* p, size_t n) {
 void Connection::send_read_reply(InFlight* io) {
   const Request& r = io->req;
   if (exp_->dev && exp_->dev->reports_allocation() && all_zero(io->buf.get(), r.length)) {
-    send_all(offset_hole_chunk(r.cookie, r.offset, r.length, true));
+    send_out(offset_hole_chunk(r.cookie, r.offset, r.length, true));
     return;
   }
-  send_all(offset_data_chunk(r.cookie, r.offset, r.length, true)) && send_all(io->buf.get(), r.length);
+  send_out(offset_data_chunk(r.cookie, r.offset, r.length, true)) && send_out(io->buf.get(), r.length);
 }
 
 }  // namespace blkmq::nbd

@@ -97,6 +97,42 @@ TEST(NbdServer, PipelinedRequestsAllComeBack) {
   for (int n : seen) EXPECT_EQ(n, 1);
 }
 
+// Small replies are gathered into one send per pass (issue 29); a DISC
+// right behind a pipeline of reads must still find every reply sent: a
+// gathered reply counts as in flight until it is on the wire, and the
+// server closes only once nothing is.
+TEST(NbdServer, ReadsPipelinedBeforeADiscAreAllAnswered) {
+  Served srv;
+  RawClient c(srv.path());
+  ASSERT_TRUE(c.go(""));
+  std::string batch;
+  constexpr int kN = 200;
+  for (int i = 0; i < kN; i++) {
+    Request r;
+    r.type = kCmdRead;
+    r.cookie = static_cast<uint64_t>(i);
+    r.offset = static_cast<uint64_t>(i) * 4096;
+    r.length = 4096;
+    batch += encode_request(r);
+  }
+  Request disc;
+  disc.type = kCmdDisc;
+  disc.cookie = kN;
+  batch += encode_request(disc);
+  c.send(batch);
+  std::vector<int> seen(kN, 0);
+  for (int i = 0; i < kN; i++) {
+    uint64_t cookie = ~0ull;
+    std::string data;
+    ASSERT_EQ(c.reply(&cookie, 4096, &data), 0u) << "reply " << i;
+    ASSERT_LT(cookie, static_cast<uint64_t>(kN));
+    EXPECT_EQ(data.size(), 4096u);
+    seen[cookie]++;
+  }
+  for (int n : seen) EXPECT_EQ(n, 1);
+  EXPECT_EQ(c.read_n(1), "");  // then the server closes
+}
+
 // A client that sends requests and never reads a reply: the server's writer
 // blocks on a full socket, the reader on the in-flight limit; stopping the
 // server still finishes, through the send timeout.
