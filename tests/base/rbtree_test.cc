@@ -1,9 +1,14 @@
 // The intrusive red-black tree against std::multiset under random inserts
-// and erases, checking the colour rules and parent links after every step.
+// and erases, checking the colour rules and parent links after every step;
+// an augmented tree's cached subtree minimum against a recomputation, and
+// a descent through it against a linear scan.
 #include "blkmq/elevator/rbtree.h"
+#include "blkmq/elevator/rbtree_augment.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <random>
 #include <set>
@@ -103,6 +108,102 @@ TEST(RbTree, EqualKeysKeepInsertionOrderAndLowerBound) {
   EXPECT_EQ(at_least(11), 6);
   EXPECT_EQ(at_least(30), 9);
   EXPECT_EQ(at_least(31), -1);
+}
+
+// An augmented tree (rbtree_augment.h): each node caches the minimum
+// `val` of its subtree, as bfq's active tree caches the minimum start.
+struct AugItem {
+  int key = 0;
+  int val = 0;
+  int min_val = 0;
+  RbNode node;
+};
+
+AugItem* aug_item(const RbNode* n) { return rb_entry<AugItem>(const_cast<RbNode*>(n), offsetof(AugItem, node)); }
+
+struct MinValAug {
+  static constexpr bool kAugmented = true;
+  static bool update(RbNode* n) {
+    AugItem* it = aug_item(n);
+    int m = it->val;
+    if (n->left) m = std::min(m, aug_item(n->left)->min_val);
+    if (n->right) m = std::min(m, aug_item(n->right)->min_val);
+    if (m == it->min_val) return false;
+    it->min_val = m;
+    return true;
+  }
+  static void copy(const RbNode* from, RbNode* to) { aug_item(to)->min_val = aug_item(from)->min_val; }
+};
+using MinTree = BasicRbTree<MinValAug>;
+
+// The subtree's minimum recomputed; *ok turns false at a stale cache.
+int brute_min(const RbNode* n, bool* ok) {
+  if (!n) return INT_MAX;
+  const int m = std::min({aug_item(n)->val, brute_min(n->left, ok), brute_min(n->right, ok)});
+  if (m != aug_item(n)->min_val) *ok = false;
+  return m;
+}
+
+// The first node in key order with val <= limit, by descending through
+// the cached minimums (the shape of bfq's eligible-first query).
+RbNode* first_at_most(const MinTree& t, int limit) {
+  const RbNode* n = t.root();
+  while (n) {
+    if (n->left && aug_item(n->left)->min_val <= limit) {
+      n = n->left;
+      continue;
+    }
+    if (aug_item(n)->val <= limit) return const_cast<RbNode*>(n);
+    n = n->right && aug_item(n->right)->min_val <= limit ? n->right : nullptr;
+  }
+  return nullptr;
+}
+
+RbNode* scan_at_most(const MinTree& t, int limit) {
+  for (RbNode* n = t.first(); n; n = MinTree::next(n))
+    if (aug_item(n)->val <= limit) return n;
+  return nullptr;
+}
+
+TEST(RbTree, AugmentedMinimumStaysRightUnderRandomInsertErase) {
+  std::mt19937 rng(7);
+  std::vector<AugItem> items(400);
+  std::vector<AugItem*> in, out;
+  for (AugItem& it : items) {
+    it.min_val = -12345;  // a stale value the tree must overwrite
+    out.push_back(&it);
+  }
+  MinTree t;
+  auto less = [](RbNode* a, RbNode* b) { return aug_item(a)->key < aug_item(b)->key; };
+  for (int step = 0; step < 8000; step++) {
+    const bool grow = in.empty() || (!out.empty() && rng() % 100 < 53);
+    if (grow) {
+      const size_t k = rng() % out.size();
+      AugItem* it = out[k];
+      out[k] = out.back();
+      out.pop_back();
+      it->key = static_cast<int>(rng() % 300);
+      it->val = static_cast<int>(rng() % 1000);
+      t.insert_ordered(&it->node, less);
+      in.push_back(it);
+    } else {
+      const size_t k = rng() % in.size();
+      AugItem* it = in[k];
+      in[k] = in.back();
+      in.pop_back();
+      t.erase(&it->node);
+      out.push_back(it);
+    }
+    ASSERT_TRUE(!t.root() || !t.root()->red);
+    ASSERT_GT(check(t.root(), nullptr), 0) << "step " << step;
+    bool ok = true;
+    brute_min(t.root(), &ok);
+    ASSERT_TRUE(ok) << "stale cached minimum at step " << step;
+    for (int q = 0; q < 3; q++) {
+      const int limit = static_cast<int>(rng() % 1100) - 50;
+      ASSERT_EQ(first_at_most(t, limit), scan_at_most(t, limit)) << "step " << step << " limit " << limit;
+    }
+  }
 }
 
 }  // namespace
