@@ -1,7 +1,11 @@
-// bfq's service trees: the dispatch order of many queues, flat and in
-// groups, recorded so that a change to how the trees are kept (issue 29)
-// shows whether B-WF2Q+ still picks the same entity every time.
+// bfq's service trees (sched/bfq/bfq_tree.h): the active tree's cached
+// minimum start and its eligible-first descent against a linear scan of
+// the finish order, under random inserts and erases; and the dispatch
+// order of many queues, flat and in groups, recorded so that a change to
+// how the trees are kept (issue 29) shows whether B-WF2Q+ still picks the
+// same entity every time.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -10,10 +14,109 @@
 #include <vector>
 
 #include "blkmq/iogroup.h"
+#include "sched/bfq/bfq_impl.h"
 #include "support/bfq_test_util.h"
 
 namespace blkmq::test {
 namespace {
+
+using bfq::ActiveTree;
+using bfq::BfqEntity;
+
+// The cached minimum of every node equals its subtree's, recomputed.
+uint64_t check_min(const RbNode* n, bool* ok) {
+  if (!n) return UINT64_MAX;
+  const BfqEntity* e = rb_entry<BfqEntity>(const_cast<RbNode*>(n), offsetof(BfqEntity, rb_node));
+  const uint64_t m = std::min({e->start, check_min(n->left, ok), check_min(n->right, ok)});
+  if (m != e->min_start) *ok = false;
+  return m;
+}
+
+BfqEntity* scan_first_eligible(const ActiveTree& t, uint64_t vtime) {
+  for (BfqEntity* e = t.first(); e; e = ActiveTree::next(e))
+    if (e->start <= vtime) return e;
+  return nullptr;
+}
+
+TEST(BfqTree, CachedMinStartAndEligibleFirstMatchAScan) {
+  std::mt19937_64 rng(29);
+  std::vector<BfqEntity> ents(300);
+  for (size_t i = 0; i < ents.size(); i++) ents[i].uid = i + 1;
+  std::vector<BfqEntity*> in, out;
+  for (BfqEntity& e : ents) out.push_back(&e);
+  ActiveTree t;
+  for (int step = 0; step < 20000; step++) {
+    const bool grow = in.empty() || (!out.empty() && rng() % 100 < 52);
+    if (grow) {
+      const size_t k = rng() % out.size();
+      BfqEntity* e = out[k];
+      out[k] = out.back();
+      out.pop_back();
+      e->start = rng() % 1000;
+      e->finish = e->start + rng() % 500;  // equal finishes: uid decides
+      t.insert(e);
+      in.push_back(e);
+    } else {
+      const size_t k = rng() % in.size();
+      BfqEntity* e = in[k];
+      in[k] = in.back();
+      in.pop_back();
+      t.erase(e);
+      out.push_back(e);
+    }
+    bool ok = true;
+    check_min(t.root(), &ok);
+    ASSERT_TRUE(ok) << "step " << step;
+    uint64_t scan_min = UINT64_MAX;
+    for (BfqEntity* e : in) scan_min = std::min(scan_min, e->start);
+    ASSERT_EQ(t.min_start(), scan_min) << "step " << step;
+    for (int q = 0; q < 4; q++) {
+      const uint64_t vtime = rng() % 1100;
+      ASSERT_EQ(t.first_eligible(vtime), scan_first_eligible(t, vtime)) << "step " << step << " vtime " << vtime;
+    }
+    uint64_t prev_finish = 0, prev_uid = 0;
+    size_t n = 0;
+    for (BfqEntity* e = t.first(); e; e = ActiveTree::next(e), n++) {
+      ASSERT_TRUE(e->finish > prev_finish || (e->finish == prev_finish && e->uid > prev_uid));
+      prev_finish = e->finish;
+      prev_uid = e->uid;
+    }
+    ASSERT_EQ(n, in.size());
+  }
+}
+
+// The idle tree's first entity, kept at hand, against the smallest
+// (finish, uid) of what is on it.
+TEST(BfqTree, IdleTreeFirstIsTheSmallestFinish) {
+  std::mt19937_64 rng(2029);
+  std::vector<BfqEntity> ents(100);
+  std::vector<BfqEntity*> in, out;
+  for (size_t i = 0; i < ents.size(); i++) {
+    ents[i].uid = i + 1;
+    out.push_back(&ents[i]);
+  }
+  bfq::IdleTree t;
+  for (int step = 0; step < 5000; step++) {
+    const bool grow = in.empty() || (!out.empty() && rng() % 100 < 50);
+    std::vector<BfqEntity*>& from = grow ? out : in;
+    const size_t k = rng() % from.size();
+    BfqEntity* e = from[k];
+    from[k] = from.back();
+    from.pop_back();
+    if (grow) {
+      e->finish = rng() % 200;
+      t.insert(e);
+      in.push_back(e);
+    } else {
+      t.erase(e);
+      out.push_back(e);
+    }
+    BfqEntity* want = nullptr;
+    for (BfqEntity* x : in)
+      if (!want || x->finish < want->finish || (x->finish == want->finish && x->uid < want->uid)) want = x;
+    ASSERT_EQ(t.first(), want) << "step " << step;
+  }
+}
 
 // Many queues of mixed weights, classes, sizes and sync-ness, some with
 // pauses (idling, expiry, weight raising and their eligibility), served

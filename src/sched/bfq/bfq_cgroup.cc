@@ -46,7 +46,7 @@ void group_put(BfqData* bfqd, BfqGroup* g) {
 }
 
 BfqGroup* new_group(BfqData* bfqd, IoGroup* iog, BfqGroup* parent) {
-  auto* g = new BfqGroup(&bfqd->pool);
+  auto* g = new BfqGroup();
   g->uid = bfqd->next_uid++;
   g->iog = iog;
   io_group_get(iog);

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <map>
 #include <vector>
-#include <memory_resource>
 #include <set>
 #include <unordered_map>
 
@@ -24,6 +23,7 @@
 #include "blkmq/ioctx.h"
 #include "blkmq/iogroup.h"
 #include "sched/bfq/bfq.h"
+#include "sched/bfq/bfq_tree.h"
 
 namespace blkmq::bfq {
 
@@ -93,27 +93,19 @@ struct SchedData;
 // Where a request is inside the scheduler (rq->elv_priv[2]).
 enum RqWhere : uintptr_t { kNowhere = 0, kSorted = 1, kOnDispatch = 2, kInDriver = 3 };
 
-// Service-tree order: finish time, then creation order to keep keys unique.
-struct ByFinish {
-  bool operator()(const BfqEntity* a, const BfqEntity* b) const;
-};
-using EntTree = std::set<BfqEntity*, ByFinish, std::pmr::polymorphic_allocator<BfqEntity*>>;
-
 // One per class: B-WF2Q+'s virtual time, weight sum, and the active and
 // idle trees. wsum counts every entity on either tree and the in-service
 // one, as the kernel's does.
 struct ServiceTree {
-  explicit ServiceTree(std::pmr::memory_resource* mr) : active(mr), idle(mr) {}
   uint64_t vtime = 0;
   uint64_t wsum = 0;
-  EntTree active;
-  EntTree idle;
+  ActiveTree active;
+  IdleTree idle;
 };
 
 // A group's scheduling data (bfq_sched_data): its children's service
 // trees, one per class, and which child is on the in-service path.
 struct SchedData {
-  explicit SchedData(std::pmr::memory_resource* mr) : st{ServiceTree(mr), ServiceTree(mr), ServiceTree(mr)} {}
   ServiceTree st[kNrClasses];
   BfqEntity* in_service = nullptr;  // the child on the in-service path
   BfqEntity* owner = nullptr;       // the group's entity (the root's: never queued)
@@ -153,6 +145,10 @@ struct BfqEntity {
   unsigned wr_coeff = 1;          // weight raising; always 1 for a group
   bool prio_changed = false;
   uint64_t start = 0, finish = 0;
+  // On the active or the idle tree (bfq_tree.h), whichever `tree` says;
+  // min_start is the active tree's cached minimum start of the subtree.
+  RbNode rb_node;
+  uint64_t min_start = 0;
   uint64_t budget = 0;         // entity budget, sectors
   uint64_t service = 0;        // received in this slot (or while injected)
   enum Tree : uint8_t { kNone, kActive, kIdleTree } tree = kNone;
@@ -169,7 +165,7 @@ struct BfqEntity {
 // each child group, and the link from BfqData::groups until the group is
 // removed. The root group is BfqData::root and is never counted.
 struct BfqGroup : BfqEntity {
-  explicit BfqGroup(std::pmr::memory_resource* mr) : own(mr) {
+  BfqGroup() {
     my_sd = &own;
     own.owner = this;
   }
@@ -248,10 +244,6 @@ struct BfqQueue : BfqEntity {
   uint64_t sectors_dispatched = 0;  // statistics
 };
 
-inline bool ByFinish::operator()(const BfqEntity* a, const BfqEntity* b) const {
-  return a->finish != b->finish ? a->finish < b->finish : a->uid < b->uid;
-}
-
 struct Tunables {
   uint64_t slice_idle_ns = kDefaultSliceIdleNs;
   uint64_t fifo_expire_ns[2] = {kDefaultFifoExpireAsyncNs, kDefaultFifoExpireSyncNs};  // by rq_is_sync
@@ -286,7 +278,6 @@ struct BfqData {
   Queue* q;
   ElevatorQueue* eq;
   base::StatSpinLock lock;  // queue/iosched/lock_stat
-  std::pmr::unsynchronized_pool_resource pool;  // tree nodes; under lock
   std::unordered_map<QKey, BfqQueue*, QKeyHash> queues;
   uint64_t next_uid = 1;
   // The root group: its trees are the top level, and the only level while

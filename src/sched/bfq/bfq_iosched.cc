@@ -143,7 +143,7 @@ void add_request(BfqData* bfqd, BfqQueue* q, Request* rq, uint64_t arrival, uint
 // the group stands), or nullptr.
 BfqQueue* injectable_in(BfqData* bfqd, SchedData* sd, bool always_inject, uint64_t now) {
   for (ServiceTree& st : sd->st) {
-    for (BfqEntity* e : st.active) {
+    for (BfqEntity* e = st.active.first(); e; e = ActiveTree::next(e)) {
       if (e->my_sd) {
         if (BfqQueue* q = injectable_in(bfqd, e->my_sd, always_inject, now)) return q;
         continue;
@@ -578,7 +578,7 @@ BfqData* instance(Queue* q) {
 }  // namespace
 
 BfqData::BfqData(Queue* queue, ElevatorQueue* elv)
-    : q(queue), eq(elv), root(&pool) {
+    : q(queue), eq(elv) {
   dispatch.init();
   rotational = queue_rotational(queue);
   init_peak_rate(this);
@@ -589,10 +589,6 @@ BfqData::BfqData(Queue* queue, ElevatorQueue* elv)
 }
 
 BfqData::~BfqData() {
-  for (ServiceTree& t : root.own.st) {
-    t.active.clear();
-    t.idle.clear();
-  }
   for (auto& [k, q] : queues) delete q;
   queues.clear();
   free_all_groups(this);

@@ -7,10 +7,9 @@
 //
 // Selection takes, level by level from the root and in class order, the
 // eligible entity (S <= V) with the smallest F; when none is eligible V
-// jumps to the smallest S. The kernel finds it by descending an rbtree
-// augmented with the minimum start of each subtree; we walk the
-// finish-ordered set until the first eligible entity, which picks the same
-// entity and is cheap for the handful of busy entities a device has.
+// jumps to the smallest S. As in the kernel, the active tree caches the
+// minimum start of each subtree (bfq_tree.h), so both the smallest S and
+// the first eligible entity in finish order take one descent at most.
 //
 // The entities on the path from the root to the in-service queue are all
 // "in service": off their active trees, still counted in their wsum. When
@@ -62,8 +61,7 @@ void update_weight_prio(BfqEntity* e) {
 
 // Idle-tree entities whose finish V has passed carry no more history.
 void forget_idle(ServiceTree* st) {
-  while (!st->idle.empty()) {
-    BfqEntity* first = *st->idle.begin();
+  while (BfqEntity* first = st->idle.first()) {
     if (first->finish > st->vtime) break;
     forget_entity(first);
   }
@@ -145,9 +143,8 @@ void deactivate_one(BfqEntity* e, bool in_service) {
 uint64_t next_child_budget(const SchedData* sd) {
   for (const ServiceTree& st : sd->st) {
     if (st.active.empty()) continue;
-    for (const BfqEntity* e : st.active)
-      if (e->start <= st.vtime) return e->budget;
-    return (*st.active.begin())->budget;
+    if (const BfqEntity* e = st.active.first_eligible(st.vtime)) return e->budget;
+    return st.active.first()->budget;
   }
   return 0;
 }
@@ -182,20 +179,18 @@ BfqEntity* lookup_next(SchedData* sd, uint64_t now) {
   for (unsigned c : order) {
     ServiceTree* st = &sd->st[c];
     if (st->active.empty()) continue;
-    uint64_t min_start = UINT64_MAX;
-    for (BfqEntity* e : st->active) min_start = e->start < min_start ? e->start : min_start;
+    const uint64_t min_start = st->active.min_start();
     if (min_start > st->vtime) {  // bfq_calc_vtime_jump
       st->vtime = min_start;
       forget_idle(st);
     }
-    for (auto it = st->active.begin(); it != st->active.end(); ++it) {
-      BfqEntity* e = *it;
-      if (e->start > st->vtime) continue;
-      st->active.erase(it);
-      e->tree = BfqEntity::kNone;  // in service: off the tree, still in wsum
-      if (c == kIdle) sd->class_idle_last_service = now;
-      return e;
-    }
+    // Never null: after the jump the entity with the smallest start is
+    // eligible.
+    BfqEntity* e = st->active.first_eligible(st->vtime);
+    st->active.erase(e);
+    e->tree = BfqEntity::kNone;  // in service: off the tree, still in wsum
+    if (c == kIdle) sd->class_idle_last_service = now;
+    return e;
   }
   return nullptr;
 }
