@@ -1,5 +1,6 @@
 #include "nbd/connection.h"
 
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -228,7 +229,10 @@ bool Connection::handshake() {
 void Connection::run() {
   std::thread w;
   try {
-    w = std::thread([this] { writer(); });
+    w = std::thread([this] {
+      pthread_setname_np(pthread_self(), "nbd-writer");  // thread_usage() groups them
+      writer();
+    });
   } catch (const std::system_error& e) {  // out of threads: this client is refused, the others go on
     reason_ = std::string("cannot start the connection's writer thread: ") + e.what();
     in_handshake_.store(false);
@@ -534,15 +538,19 @@ bool Connection::has_room(uint64_t bytes) {
 
 void Connection::wait_for_room(uint64_t bytes) {
   std::unique_lock l(mu_);
+  reader_waits_++;
   cv_.wait(l, [&] {
     return stopping_.load() || inflight_ == 0 ||
            (inflight_ < lim_.max_requests && inflight_bytes_ + bytes <= lim_.max_bytes);
   });
+  reader_waits_--;
 }
 
 void Connection::wait_idle() {
   std::unique_lock l(mu_);
+  reader_waits_++;
   cv_.wait(l, [&] { return inflight_ == 0; });
+  reader_waits_--;
 }
 
 void Connection::submit(InFlight* io) {

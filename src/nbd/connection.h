@@ -206,6 +206,7 @@ class Connection {
   uint64_t inflight_bytes_ = 0;
   bool writer_exit_ = false;
   bool sending_ = false;             // the reader or the writer is sending replies
+  unsigned reader_waits_ = 0;        // the reader waits on cv_ for room or for idle
   // The sending token's holder: small replies gathered for one send (one
   // TLS record) per pass over done_, instead of one or two per reply.
   std::string out_;

@@ -112,7 +112,11 @@ void Connection::send_queued(std::unique_lock<std::mutex>& l) {
     unsent_bytes += bytes;
   }
   sending_ = false;
-  cv_.notify_all();  // the reader may wait for room or for idle
+  // The reader may wait for room or for idle; the writer, kept waiting by
+  // the token, for its exit. Nobody else needs the wake-up: done_ is empty,
+  // and waking the writer for nothing cost two context switches per batch
+  // that the reader sent itself.
+  if (reader_waits_ || writer_exit_) cv_.notify_all();
 }
 
 // The reader, after a batch: replies its own submissions completed inline
