@@ -229,10 +229,10 @@ bool Connection::handshake() {
 void Connection::run() {
   std::thread w;
   try {
-    w = std::thread([this] {
-      pthread_setname_np(pthread_self(), "nbd-writer");  // thread_usage() groups them
-      writer();
-    });
+    w = std::thread([this] { writer(); });
+    // Named here, not in the thread: the name is there before the
+    // handshake, for whoever looks at the connection's threads.
+    pthread_setname_np(w.native_handle(), "nbd-writer");
   } catch (const std::system_error& e) {  // out of threads: this client is refused, the others go on
     reason_ = std::string("cannot start the connection's writer thread: ") + e.what();
     in_handshake_.store(false);

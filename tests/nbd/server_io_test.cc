@@ -25,6 +25,21 @@ using test::have;
 using test::RawClient;
 using test::Served;
 
+// n READs of 4 KiB, cookies first.., at offsets (cookie % 64) * 4 KiB,
+// encoded back to back.
+std::string read_requests(uint64_t first, int n) {
+  std::string out;
+  for (int i = 0; i < n; i++) {
+    Request r;
+    r.type = kCmdRead;
+    r.cookie = first + static_cast<uint64_t>(i);
+    r.offset = (r.cookie % 64) * 4096;
+    r.length = 4096;
+    out += encode_request(r);
+  }
+  return out;
+}
+
 TEST(NbdServer, WriteReadBackAndTheSpecsErrors) {
   Served srv;
   RawClient c(srv.path());
@@ -106,16 +121,8 @@ TEST(NbdServer, ReadsPipelinedBeforeADiscAreAllAnswered) {
   Served srv;
   RawClient c(srv.path());
   ASSERT_TRUE(c.go(""));
-  std::string batch;
   constexpr int kN = 200;
-  for (int i = 0; i < kN; i++) {
-    Request r;
-    r.type = kCmdRead;
-    r.cookie = static_cast<uint64_t>(i);
-    r.offset = static_cast<uint64_t>(i) * 4096;
-    r.length = 4096;
-    batch += encode_request(r);
-  }
+  std::string batch = read_requests(0, kN);
   Request disc;
   disc.type = kCmdDisc;
   disc.cookie = kN;
@@ -160,16 +167,7 @@ TEST(NbdServer, ReaderSentRepliesDoNotWakeTheWriter) {
   ASSERT_NE(before, ~0ull) << "no nbd-writer thread";
   constexpr int kBatches = 50;
   for (int b = 0; b < kBatches; b++) {
-    std::string batch;
-    for (int i = 0; i < 4; i++) {
-      Request r;
-      r.type = kCmdRead;
-      r.cookie = static_cast<uint64_t>(b * 4 + i);
-      r.offset = static_cast<uint64_t>(i) * 4096;
-      r.length = 4096;
-      batch += encode_request(r);
-    }
-    c.send(batch);
+    c.send(read_requests(static_cast<uint64_t>(b) * 4, 4));
     for (int i = 0; i < 4; i++) {
       uint64_t cookie = 0;
       ASSERT_EQ(c.reply(&cookie, 4096), 0u);

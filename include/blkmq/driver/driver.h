@@ -178,7 +178,8 @@ void end_request_batch(IoCompBatch* iob);
 // here and can be batched goes into `iob`, to be ended with the others by
 // the caller's end_request_batch(iob) at the end of the pass. Only for
 // drivers whose ops.complete does nothing but end_request(rq, rq->status):
-// a batched request skips ops.complete. Returns as complete_request.
+// a batched request skips ops.complete. Any context, as complete_request;
+// the batch belongs to the caller's thread. Returns as complete_request.
 bool complete_request_batched(Request* rq, BlkStatus st, IoCompBatch* iob);
 
 // Driver-initiated requeue: releases the driver tag and puts the request on

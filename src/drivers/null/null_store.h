@@ -22,8 +22,9 @@ namespace blkmq::nullb {
 // its own mutex, so concurrent I/O to different pages rarely contends. Never
 // written bytes read as zeros. When the cache is full, a write evicts
 // (writes back) the shard's next cached page after the last one evicted, by
-// page number, wrapping around (null_blk's cache_flush_pos). Calls may sleep (mutex, allocation): the
-// device that uses a store runs with a blocking tag set.
+// page number, wrapping around (null_blk's cache_flush_pos). Calls may
+// sleep (mutex, allocation): the device that uses a store runs with a
+// blocking tag set.
 class PageStore {
  public:
   static constexpr uint32_t kPageSize = 4096;
