@@ -3,10 +3,13 @@
 // and the library both use).
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +73,21 @@ class Device {
   // file) and never falls back to writing zeroes; what NBD's FAST_ZERO asks
   // for. Optional, default false. Fixed for the device's lifetime; any thread.
   virtual bool write_zeroes_is_cheap() const { return false; }
+
+  // Registers the memory the caller does its I/O from and into, as fio's
+  // `fixedbufs` registers its buffers with io_uring: a driver that can map
+  // it ahead (uring: io_uring_register_buffers on every ring) then moves a
+  // bio whose data is one segment inside a region without pinning its
+  // pages per I/O. Replaces any earlier set; an empty span unregisters.
+  // The regions must stay mapped until they are replaced or the device is
+  // destroyed, and no I/O into an earlier set may be in flight during the
+  // call. Any thread, outside the I/O path: a system call per ring, and
+  // the kernel pins every page. Optional: the default is EOPNOTSUPP, for
+  // drivers with nothing to gain; the I/O works the same without it.
+  virtual Status register_buffers(std::span<const iovec> regions) {
+    (void)regions;
+    return Status::error(EOPNOTSUPP, driver_name() + ": no registered buffers");
+  }
 };
 
 // Creates a device of driver `driver` (a built-in: "null", "uring",

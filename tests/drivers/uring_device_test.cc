@@ -288,6 +288,126 @@ TEST(UringDevice, ReadPastAShrunkFileFailsAfterTheShortPart) {
   EXPECT_EQ(q.read_sync(back.data, 0, 4096), BlkStatus::ok);
 }
 
+// ---- non-vectored and registered buffers (fio's nonvectored, fixedbufs) ----
+
+uring::SqeCounts counts(Device& dev) { return static_cast<uring::UringDevice&>(dev).sqe_counts(); }
+
+// One-segment reads and writes go as IORING_OP_READ/WRITE, several
+// segments as READV/WRITEV; nonvectored=0 sends everything vectored.
+TEST(UringDevice, OneSegmentGoesNonVectoredUnlessTurnedOff) {
+  TempDir dir;
+  for (const char* nv : {"1", "0"}) {
+    auto dev = make({{"filename", dir.file("disk")}, {"size", "1m"}, {"nonvectored", nv}});
+    ASSERT_TRUE(dev);
+    Queue& q = dev->queue();
+    AlignedBuf buf(8192), back(8192);
+    fill_pattern(buf.data, 8192, 5);
+    ASSERT_EQ(q.write_sync(buf.data, 0, 8192), BlkStatus::ok);
+    ASSERT_EQ(q.read_sync(back.data, 0, 8192), BlkStatus::ok);
+    EXPECT_EQ(std::memcmp(back.data, buf.data, 8192), 0);
+    Waiter w;
+    IoSlot s;
+    std::memset(back.data, 0, 8192);
+    s.prep(ReqOp::read, 0, 8192, back.data, &w, 0, 4096);  // two segments
+    q.submit_bio(&s.bio);
+    ASSERT_TRUE(w.wait(1));
+    EXPECT_EQ(s.bio.status, BlkStatus::ok);
+    EXPECT_EQ(std::memcmp(back.data, buf.data, 8192), 0);
+    const uring::SqeCounts c = counts(*dev);
+    EXPECT_EQ(c.fixed, 0u);
+    if (nv[0] == '1') {
+      EXPECT_EQ(c.nonvectored, 2u) << "the one-segment write and read";
+      EXPECT_EQ(c.vectored, 1u) << "the two-segment read";
+    } else {
+      EXPECT_EQ(c.nonvectored, 0u);
+      EXPECT_EQ(c.vectored, 3u);
+    }
+  }
+}
+
+// I/O whose one segment lies in a registered region goes READ_FIXED /
+// WRITE_FIXED and moves the right bytes; memory outside it, or several
+// segments, take the other paths; an empty set unregisters.
+void registered_buffers(bool direct) {
+  TempDir dir;
+  if (direct && !direct_io_works(dir.path())) GTEST_SKIP() << "the file system under /tmp refuses O_DIRECT";
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "4m"}, {"direct", direct ? "1" : "0"}, {"bs", "4096"},
+                   {"submit_queues", "2"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  // The registered region, and unregistered memory right after it.
+  AlignedBuf mem((1u << 20) + (64u << 10));
+  const iovec reg{mem.data, 1u << 20};
+  unsigned char* const outside = mem.data + reg.iov_len;
+  ASSERT_TRUE(dev->register_buffers({&reg, 1}));
+  std::mt19937_64 rng(11);
+  constexpr int kIos = 64;
+  for (int i = 0; i < kIos; i++) {
+    const uint32_t len = 4096u << (rng() % 5);
+    const uint64_t off = (rng() % ((dev->size_bytes() - len) / 4096 + 1)) * 4096;
+    unsigned char* at = mem.data + (rng() % ((reg.iov_len - 2 * len) / 4096 + 1)) * 4096;
+    fill_pattern(at, len, i);
+    ASSERT_EQ(q.write_sync(at, off, len), BlkStatus::ok);
+    unsigned char* back = at + len;
+    std::memset(back, 0, len);
+    ASSERT_EQ(q.read_sync(back, off, len), BlkStatus::ok);
+    ASSERT_EQ(std::memcmp(back, at, len), 0) << "I/O " << i;
+  }
+  uring::SqeCounts c = counts(*dev);
+  EXPECT_EQ(c.fixed, 2u * kIos);
+  EXPECT_EQ(c.nonvectored + c.vectored, 0u);
+  fill_pattern(outside, 8192, 99);
+  ASSERT_EQ(q.write_sync(outside - 4096, 0, 8192), BlkStatus::ok) << "straddles the region's end";
+  ASSERT_EQ(q.read_sync(outside + 4096, 8192, 4096), BlkStatus::ok) << "outside the region";
+  ASSERT_EQ(q.read_sync(outside - 4096, 4096, 4096), BlkStatus::ok) << "the region's last page";
+  EXPECT_EQ(std::memcmp(outside - 4096, outside, 4096), 0);
+  ASSERT_TRUE(dev->register_buffers({}));
+  ASSERT_EQ(q.read_sync(mem.data, 0, 4096), BlkStatus::ok);
+  c = counts(*dev);
+  EXPECT_EQ(c.fixed, 2u * kIos + 1) << "only the region's last page, before unregistering";
+  EXPECT_EQ(c.nonvectored, 3u);
+  EXPECT_EQ(c.vectored, 0u);
+}
+
+TEST(UringDevice, RegisteredBuffersGoFixedAndReadBackBuffered) { registered_buffers(false); }
+TEST(UringDevice, RegisteredBuffersGoFixedAndReadBackDirect) { registered_buffers(true); }
+
+// A short read into a registered buffer continues where it stopped, still
+// from the registered buffer, as the shrunk-file test does across segments.
+TEST(UringDevice, ShortReadIntoARegisteredBufferContinuesFixed) {
+  TempDir dir;
+  const std::string f = dir.file("disk");
+  auto dev = make({{"filename", f}, {"size", "1m"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  AlignedBuf buf(8192), back(8192);
+  const iovec reg{back.data, back.size};
+  ASSERT_TRUE(dev->register_buffers({&reg, 1}));
+  fill_pattern(buf.data, 8192, 23);
+  ASSERT_EQ(q.write_sync(buf.data, (1u << 20) - 8192, 8192), BlkStatus::ok);
+  ASSERT_EQ(truncate(f.c_str(), (1u << 20) - 3000), 0);
+  EXPECT_EQ(q.read_sync(back.data, (1u << 20) - 8192, 8192), BlkStatus::ioerr);
+  EXPECT_EQ(std::memcmp(back.data, buf.data, 8192 - 3000), 0);
+  EXPECT_GE(counts(*dev).fixed, 2u) << "the first transfer and its continuation";
+}
+
+// Regions without memory are refused; a driver without registration says
+// so, and its I/O is unaffected.
+TEST(UringDevice, BadRegisteredBuffersAreRefused) {
+  TempDir dir;
+  auto dev = make({{"filename", dir.file("disk")}, {"size", "1m"}});
+  ASSERT_TRUE(dev);
+  const iovec none{nullptr, 4096}, empty{dev.get(), 0};
+  EXPECT_EQ(dev->register_buffers({&none, 1}).code(), EINVAL);
+  EXPECT_EQ(dev->register_buffers({&empty, 1}).code(), EINVAL);
+  auto null = devtest::make_device("null", {{"size", "1"}});
+  ASSERT_TRUE(null);
+  AlignedBuf buf(4096);
+  const iovec reg{buf.data, buf.size};
+  EXPECT_EQ(null->register_buffers({&reg, 1}).code(), EOPNOTSUPP);
+  EXPECT_EQ(null->queue().write_sync(buf.data, 0, 4096), BlkStatus::ok);
+}
+
 // Mounts a 1 MiB tmpfs for the life of the object, where permitted.
 class SmallTmpfs {
  public:

@@ -45,6 +45,9 @@ TEST_P(BenchVerify, EveryDriverEveryScheduler) {
       {"null", {"--driver=null", "--memory_backed=1", "--null.size=64"}},
       {"uring buffered", {"--driver=uring", "--filename=@FILE", "--uring.size=64m"}},
       {"uring O_DIRECT", {"--driver=uring", "--filename=@FILE", "--uring.size=64m", "--direct=1"}},
+      // The job buffers registered with the rings: READ_FIXED/WRITE_FIXED.
+      {"uring O_DIRECT fixedbufs",
+       {"--driver=uring", "--filename=@FILE", "--uring.size=64m", "--direct=1", "--fixedbufs=1"}},
       {"ublk loop", {"--driver=ublk", "--target=loop", "--filename=@FILE", "--ublk.size=64m"}},
       {"scsi memory", {"--driver=scsi", "--backing=memory", "--scsi.size=64m", "--queue_depth=8"}},
   };
@@ -57,7 +60,7 @@ TEST_P(BenchVerify, EveryDriverEveryScheduler) {
   };
   const std::string file = temp_file(GetParam());
   for (const DriverCase& d : drivers) {
-    if (std::string(d.name) == "uring O_DIRECT" && !direct_io_works(file + ".probe")) {
+    if (std::string(d.name).starts_with("uring O_DIRECT") && !direct_io_works(file + ".probe")) {
       std::printf("O_DIRECT is not supported under %s: skipping that case\n", ::testing::TempDir().c_str());
       continue;
     }

@@ -216,7 +216,8 @@ TEST(Options, IgnoredFioOptionsAreAcceptedAndListedOnce) {
                           &cfg);
   ASSERT_TRUE(po.proceed) << po.message;
   EXPECT_EQ(cfg.ignored_options,
-            (std::vector<std::string>{"invalidate", "fixedbufs", "filename", "buffered", "registerfiles"}));
+            (std::vector<std::string>{"invalidate", "filename", "buffered", "registerfiles"}));
+  EXPECT_TRUE(cfg.jobs.back().fixedbufs) << "fixedbufs is the job's: its buffers are registered";
   EXPECT_TRUE(cfg.device_params.empty());
   BenchConfig ucfg;
   std::vector<blkmq::ParamInfo> uring = {{"filename", "", "file"}, {"direct", "0", "O_DIRECT"}};

@@ -163,7 +163,8 @@ TEST(ReproduceSeeds, EveryCommandLineParses) {
           EXPECT_EQ(cfg.jobs.back().numjobs, 32u);
           EXPECT_EQ(cfg.jobs.back().bs, 512u);
           EXPECT_EQ(cfg.ignored_options,
-                    (std::vector<std::string>{"invalidate", "buffered", "fixedbufs", "filename"}));
+                    (std::vector<std::string>{"invalidate", "buffered", "filename"}));
+          EXPECT_TRUE(cfg.jobs.back().fixedbufs);
         }
       }
     }

@@ -274,6 +274,30 @@ void stop_traces(const Queues& qs) {
   }
 }
 
+// --fixedbufs: each device gets the buffers of the jobs that run on it and
+// asked for it. A driver with no registered buffers ignores it (said once
+// per process: reproduce runs many benches); a registration the kernel
+// refuses fails the run, as fio's io_uring engine fails the job.
+Status register_job_buffers(const std::vector<std::unique_ptr<Job>>& jobs,
+                            const std::vector<std::unique_ptr<blkmq::Device>>& devs, const Queues& qs) {
+  for (size_t d = 0; d < devs.size(); ++d) {
+    std::vector<iovec> regions;
+    for (const auto& j : jobs)
+      if (j->spec().fixedbufs && &j->queue() == qs[d]) regions.push_back(j->buffer_region());
+    if (regions.empty()) continue;
+    Status st = devs[d]->register_buffers(regions);
+    if (st.code() == EOPNOTSUPP) {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        std::fprintf(stderr, "blkmq bench: --fixedbufs ignored: %s\n", st.message().c_str());
+      });
+    } else if (!st) {
+      return Status::error(st.code(), "--fixedbufs: " + st.message());
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
@@ -298,6 +322,7 @@ blkmq::Result<RunReport> run_bench(const BenchConfig& cfg) {
       if (!st) return st;
     }
   }
+  if (Status st = register_job_buffers(jobs, devs, qs); !st) return st;
   std::unique_ptr<blkmq::SysfsTree> tree;  // goes before the devices (declared after them)
   if (!cfg.sysfs_dir.empty()) {
     auto t = blkmq::SysfsTree::open(cfg.sysfs_dir);

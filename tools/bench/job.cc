@@ -61,7 +61,8 @@ Status Job::prepare() {
 
   const unsigned depth = spec_.iodepth;
   const size_t unit = (unit_bytes_ + 4095) & ~size_t{4095};
-  if (posix_memalign(&buffers_, 4096, static_cast<size_t>(depth) * unit) != 0)
+  buffer_bytes_ = static_cast<size_t>(depth) * unit;
+  if (posix_memalign(&buffers_, 4096, buffer_bytes_) != 0)
     return Status::error(ENOMEM, "cannot allocate " + std::to_string(depth) + " buffers of " +
                                      std::to_string(unit) + " bytes");
   // Touch every page now, so the run takes no page faults.

@@ -40,6 +40,10 @@ class Job {
   bool finished() const { return finished_.load(std::memory_order_acquire); }
 
   const JobSpec& spec() const { return spec_; }
+  blkmq::Queue& queue() const { return q_; }
+  // The memory every I/O unit's buffer lies in (fixedbufs registers it).
+  // Valid after prepare().
+  iovec buffer_region() const { return {buffers_, buffer_bytes_}; }
   const JobResult& result() const { return *result_; }
   // For the status line, any thread: I/Os completed in direction ddir (ramp
   // included). Published once per reaped batch, so it lags by a batch.
@@ -111,6 +115,7 @@ class Job {
 
   std::unique_ptr<IoUnit[]> units_;
   void* buffers_ = nullptr;
+  size_t buffer_bytes_ = 0;
   std::unique_ptr<IoUnit*[]> free_;
   std::unique_ptr<IoUnit*[]> batch_;
   unsigned nfree_ = 0;

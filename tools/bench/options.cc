@@ -298,6 +298,11 @@ std::vector<OptionDef> make_defs() {
        JOB_TIME("ramp_time", ramp_ns)},
       {"ioengine", nullptr, false, "io_uring (default), libaio, psync, sync", apply_ioengine},
       {"hipri", nullptr, true, "polled I/O: reap with Queue::poll", JOB_BOOL("hipri", hipri)},
+      {"fixedbufs", nullptr, true,
+       "register the job's buffers with the device, as fio's io_uring engine does (uring: "
+       "io_uring_register_buffers, then READ_FIXED/WRITE_FIXED); ignored, with a warning, by drivers "
+       "without registered buffers",
+       JOB_BOOL("fixedbufs", fixedbufs)},
       {"prio", nullptr, false, "I/O priority level 0-7", JOB_UINT(prio, 0, 7)},
       {"prioclass", nullptr, false, "I/O priority class: 1 rt, 2 be, 3 idle", JOB_UINT(prioclass, 1, 3)},
       {"cgroup_weight", nullptr, false, "weight, 1-1000 (default 100): with cgroup=, the group's io.bfq.weight and io.weight; else the job threads' I/O context's (bfq)",
@@ -456,7 +461,7 @@ bool is_device_option(const BenchConfig& cfg, std::string_view key) {
   return find_driver_param(cfg, key) != nullptr;
 }
 
-const char* const kIgnoredFioOptions[] = {"invalidate", "fixedbufs", "registerfiles", "nonvectored", "buffered",
+const char* const kIgnoredFioOptions[] = {"invalidate", "registerfiles", "nonvectored", "buffered",
                                           "direct", "filename", "allow_mounted_write", "create_on_open", nullptr};
 
 namespace {

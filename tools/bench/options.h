@@ -82,6 +82,9 @@ struct JobSpec {
   uint64_t ramp_ns = 0;
   IoEngine ioengine = IoEngine::io_uring;
   bool hipri = false;
+  // fio's fixedbufs: the job's buffers are registered with its device
+  // (Device::register_buffers); no effect where the driver has none.
+  bool fixedbufs = false;
   // fio's direct=0: writes are page-cache writeback (kBioWriteback, what
   // wbt throttles); the default, direct=1, submits them as O_DIRECT does.
   bool writeback = false;
@@ -179,7 +182,7 @@ const OptionDef* find_option(std::string_view key);
 bool is_device_option(const BenchConfig& cfg, std::string_view key);
 
 // fio options that mean nothing for an in-process device (page cache,
-// registered buffers and files, file handling), accepted so that fio command
+// registered files, file handling), accepted so that fio command
 // lines run unchanged. `filename`, `direct` and `buffered` are on the list
 // for drivers without a file: where the driver has a `filename` or `direct`
 // parameter they set it (buffered=B as direct=!B).

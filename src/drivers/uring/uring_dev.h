@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -54,6 +55,15 @@ struct Features {
   bool block_device = false;
   bool iopoll = false;       // poll queues use IORING_SETUP_IOPOLL (O_DIRECT on a polling block device)
   bool rt_ioprio = false;    // the RT class may go down with a request (CAP_SYS_NICE or CAP_SYS_ADMIN)
+  bool nonvectored = false;  // IORING_OP_READ/WRITE exist (5.6) and the nonvectored parameter is on
+};
+
+// How the SQEs of reads and writes went, per ring (under its SQ lock):
+// what tests check the registered-buffer and non-vectored paths with.
+struct SqeCounts {
+  uint64_t vectored = 0;     // READV/WRITEV
+  uint64_t nonvectored = 0;  // READ/WRITE
+  uint64_t fixed = 0;        // READ_FIXED/WRITE_FIXED (a registered buffer)
 };
 
 // The I/O priority a read or write carries to the kernel (sqe->ioprio), as
@@ -85,6 +95,10 @@ class UringQueue {
   BlkStatus issue(Request* rq, bool last);
   // Submits whatever was prepared with last == false.
   void commit();
+  // Device::register_buffers for this ring: replaces its registered set
+  // (none when `regions` is empty). Control context; takes the SQ lock.
+  int register_buffers(std::span<const iovec> regions);
+  SqeCounts sqe_counts();
   // Poll queues: reaps what completed (Queue::poll). Task context.
   int poll(IoCompBatch* iob);
   // Queue::wait on a default-type queue (DriverOps::wait, uring_wait.cc):
@@ -107,6 +121,9 @@ class UringQueue {
   // Reaps everything in the CQ if no one else is at it (hardirq context).
   bool try_reap_all();
   bool prep_locked(Request* rq);
+  void prep_rw(io_uring_sqe* sqe, Request* rq, int fd);
+  // The registered buffer holding [base, base + len), or -1 (sq_mu_ held).
+  int fixed_index(const void* base, size_t len) const;
   void submit_locked();
   void resubmit(Request* rq);
   // Handles one CQE's result; true when the request is finished, with *st.
@@ -132,6 +149,8 @@ class UringQueue {
   std::mutex sq_mu_;
   unsigned pending_ = 0;  // prepared SQEs not yet submitted (under sq_mu_)
   unsigned async_count_ = 0;  // SQEs since the last forced IOSQE_ASYNC (under sq_mu_)
+  std::vector<iovec> fixed_;  // the ring's registered buffers, by index (under sq_mu_)
+  SqeCounts counts_;          // under sq_mu_
   // Serializes CQ use: the reaper and submitters reaping after a submit
   // (reap_ready); on poll queues, the pollers (several may share one).
   std::mutex cq_mu_;
@@ -162,6 +181,11 @@ class UringDevice final : public Device {
 
   const UringParams& params() const { return params_; }
   const Features& features() const { return features_; }
+  // Registers the regions with every ring (io_uring_register_buffers); on
+  // a ring's failure the rings registered so far are unregistered again.
+  Status register_buffers(std::span<const iovec> regions) override;
+  // The sums of every ring's counts. Any thread.
+  SqeCounts sqe_counts();
   int fd() const { return fd_; }
 
   UringQueue* alloc_queue(HwCtx* hctx, unsigned idx);
@@ -188,6 +212,7 @@ class UringDevice final : public Device {
   std::unique_ptr<Queue> queue_;
   std::mutex queues_mu_;
   std::vector<std::unique_ptr<UringQueue>> queues_;
+  std::vector<iovec> buffers_;  // register_buffers' regions (under queues_mu_)
 };
 
 extern const DriverOps kUringOps;

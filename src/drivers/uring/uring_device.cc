@@ -77,8 +77,38 @@ UringQueue* UringDevice::alloc_queue(HwCtx* hctx, unsigned idx) {
   if (!uq) return nullptr;
   UringQueue* raw = uq.get();
   std::lock_guard lk(queues_mu_);
+  // Before its ring exists this only records them; start() registers them.
+  raw->register_buffers(buffers_);
   queues_.push_back(std::move(uq));
   return raw;
+}
+
+Status UringDevice::register_buffers(std::span<const iovec> regions) {
+  for (const iovec& r : regions)
+    if (!r.iov_base || !r.iov_len)
+      return Status::invalid("uring: a registered buffer needs an address and a length");
+  std::lock_guard lk(queues_mu_);
+  buffers_.assign(regions.begin(), regions.end());
+  for (auto& uq : queues_) {
+    if (const int r = uq->register_buffers(buffers_); r < 0) {
+      buffers_.clear();
+      for (auto& q : queues_) q->register_buffers({});
+      return Status::error(-r, "uring: io_uring_register_buffers: " + std::string(strerror(-r)));
+    }
+  }
+  return Status::OK();
+}
+
+SqeCounts UringDevice::sqe_counts() {
+  SqeCounts sum;
+  std::lock_guard lk(queues_mu_);
+  for (auto& uq : queues_) {
+    const SqeCounts c = uq->sqe_counts();
+    sum.vectored += c.vectored;
+    sum.nonvectored += c.nonvectored;
+    sum.fixed += c.fixed;
+  }
+  return sum;
 }
 
 void UringDevice::free_queue(UringQueue* uq) {
@@ -173,6 +203,8 @@ void UringDevice::probe_features() {
   if (io_uring_probe* probe = io_uring_get_probe()) {
     features_.fsync = io_uring_opcode_supported(probe, IORING_OP_FSYNC);
     falloc = io_uring_opcode_supported(probe, IORING_OP_FALLOCATE);
+    features_.nonvectored = params_.nonvectored && io_uring_opcode_supported(probe, IORING_OP_READ) &&
+                            io_uring_opcode_supported(probe, IORING_OP_WRITE);
     io_uring_free_probe(probe);
   } else {
     // Kernels without IORING_REGISTER_PROBE (< 5.6) had fsync from the start.

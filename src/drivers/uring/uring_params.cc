@@ -52,6 +52,10 @@ const drvparam::ParamDef<UringParams> kParams[] = {
      [](UringParams& p, const ParamValue& v) {
        return v.to_bool(&p.fixed_files);
      }},
+    {"nonvectored", "1",
+     "a read or write of one segment goes as IORING_OP_READ/WRITE, without an iovec for the kernel "
+     "to import, as fio's io_uring engine does by default; 0 = always READV/WRITEV",
+     [](UringParams& p, const ParamValue& v) { return v.to_bool(&p.nonvectored); }},
     {"max_sectors", "2560", "maximum request size in 512-byte sectors (at least one block)",
      [](UringParams& p, const ParamValue& v) {
        return v.to_int(1u, kMaxSectorsLimit, &p.max_sectors);

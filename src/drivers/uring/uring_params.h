@@ -21,6 +21,7 @@ struct UringParams {
   unsigned hw_queue_depth = 128; // driver tags per hw queue = ring entries (loop's default)
   bool sqpoll = false;           // IORING_SETUP_SQPOLL: a kernel thread submits
   bool fixed_files = true;       // register the fd with each ring
+  bool nonvectored = true;       // one-segment reads and writes as IORING_OP_READ/WRITE (fio's default)
   unsigned max_sectors = 2560;   // max request size in 512 B sectors
   bool waiter_reaps = true;       // Queue::wait sleeps in the ring and reaps (see uring_wait.cc)
   unsigned force_async = 0;      // every Nth SQE gets IOSQE_ASYNC (fio's force_async); 0 = none

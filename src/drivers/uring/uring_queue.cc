@@ -67,7 +67,15 @@ int UringQueue::start(bool poll_type) {
     r = io_uring_queue_init_params(entries, &ring_, &up);
   }
   if (r < 0) return r;
-  ring_ready_ = true;
+  {
+    std::lock_guard lk(sq_mu_);
+    ring_ready_ = true;
+    // Buffers registered with the device before this ring existed. If the
+    // kernel refuses them here the ring does without: its I/O takes the
+    // unregistered path, which works the same.
+    const auto n = static_cast<unsigned>(fixed_.size());
+    if (n && io_uring_register_buffers(&ring_, fixed_.data(), n) < 0) fixed_.clear();
+  }
   if (p.fixed_files) {
     const int fd = dev_->fd();
     // A kernel or a limit that refuses it only costs the per-I/O fd lookup.
@@ -94,12 +102,8 @@ bool UringQueue::prep_locked(Request* rq) {
   const int fd = fixed_file_ ? 0 : dev_->fd();
   switch (rq->op) {
     case ReqOp::read:
-      io_uring_prep_readv(sqe, fd, cmd->iov + cmd->first, cmd->nr_iov - cmd->first, cmd->offset);
-      break;
     case ReqOp::write:
-      io_uring_prep_writev(sqe, fd, cmd->iov + cmd->first, cmd->nr_iov - cmd->first, cmd->offset);
-      // FUA: the data is durable when the write completes.
-      if (rq->cmd_flags & kBioFua) sqe->rw_flags = RWF_DSYNC;
+      prep_rw(sqe, rq, fd);
       break;
     case ReqOp::flush:
       io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
@@ -109,8 +113,6 @@ bool UringQueue::prep_locked(Request* rq) {
       io_uring_prep_fallocate(sqe, fd, falloc_mode(rq->op), static_cast<off_t>(cmd->offset), cmd->left);
       break;
   }
-  if (rq->op == ReqOp::read || rq->op == ReqOp::write)
-    sqe->ioprio = forwarded_ioprio(rq->ioprio, dev_->features().rt_ioprio);
   if (fixed_file_) sqe->flags |= IOSQE_FIXED_FILE;
   if (const unsigned n = dev_->params().force_async; n && ++async_count_ >= n) {
     async_count_ = 0;
@@ -120,6 +122,67 @@ bool UringQueue::prep_locked(Request* rq) {
   cmd->issued.fetch_add(1, std::memory_order_release);
   pending_++;
   return true;
+}
+
+// A transfer of one segment needs no iovec: the kernel then imports none
+// (and keeps none for an async retry), as fio's engine does by default.
+// Inside a registered buffer its pages are already pinned as well.
+void UringQueue::prep_rw(io_uring_sqe* sqe, Request* rq, int fd) {
+  UringCmd* cmd = to_cmd(rq);
+  const iovec* iov = cmd->iov + cmd->first;
+  const unsigned nr = cmd->nr_iov - cmd->first;
+  const bool write = rq->op == ReqOp::write;
+  const int idx = nr == 1 ? fixed_index(iov->iov_base, iov->iov_len) : -1;
+  if (idx >= 0) {
+    const unsigned len = static_cast<unsigned>(iov->iov_len);
+    if (write)
+      io_uring_prep_write_fixed(sqe, fd, iov->iov_base, len, cmd->offset, idx);
+    else
+      io_uring_prep_read_fixed(sqe, fd, iov->iov_base, len, cmd->offset, idx);
+    counts_.fixed++;
+  } else if (nr == 1 && dev_->features().nonvectored) {
+    const unsigned len = static_cast<unsigned>(iov->iov_len);
+    if (write)
+      io_uring_prep_write(sqe, fd, iov->iov_base, len, cmd->offset);
+    else
+      io_uring_prep_read(sqe, fd, iov->iov_base, len, cmd->offset);
+    counts_.nonvectored++;
+  } else {
+    if (write)
+      io_uring_prep_writev(sqe, fd, iov, nr, cmd->offset);
+    else
+      io_uring_prep_readv(sqe, fd, iov, nr, cmd->offset);
+    counts_.vectored++;
+  }
+  // FUA: the data is durable when the write completes.
+  if (write && (rq->cmd_flags & kBioFua)) sqe->rw_flags = RWF_DSYNC;
+  sqe->ioprio = forwarded_ioprio(rq->ioprio, dev_->features().rt_ioprio);
+}
+
+// Linear: a bench registers one region per job, a server one pool.
+int UringQueue::fixed_index(const void* base, size_t len) const {
+  const auto* p = static_cast<const char*>(base);
+  for (size_t i = 0; i < fixed_.size(); ++i) {
+    const auto* b = static_cast<const char*>(fixed_[i].iov_base);
+    if (p >= b && len <= fixed_[i].iov_len && static_cast<size_t>(p - b) <= fixed_[i].iov_len - len)
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int UringQueue::register_buffers(std::span<const iovec> regions) {
+  std::lock_guard lk(sq_mu_);
+  if (ring_ready_ && !fixed_.empty()) io_uring_unregister_buffers(&ring_);
+  fixed_.assign(regions.begin(), regions.end());
+  if (!ring_ready_ || fixed_.empty()) return 0;
+  const int r = io_uring_register_buffers(&ring_, fixed_.data(), static_cast<unsigned>(fixed_.size()));
+  if (r < 0) fixed_.clear();
+  return r;
+}
+
+SqeCounts UringQueue::sqe_counts() {
+  std::lock_guard lk(sq_mu_);
+  return counts_;
 }
 
 void UringQueue::submit_locked() {

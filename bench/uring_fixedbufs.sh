@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The uring driver's non-vectored and registered-buffer paths against fio
+# over bench/uring_matrix.sh's cells (random reads, O_DIRECT, a
+# device-bound and a cached file). Each cell alternates fio's io_uring
+# engine with its defaults (non-vectored) and with --fixedbufs=1, and
+# blkmq bench with nonvectored=0 (READV, what blkmq did before), with its
+# defaults (READ) and with --fixedbufs=1 (READ_FIXED), ROUNDS times, and
+# prints medians and ratios to fio's defaults.
+# Usage: bench/uring_fixedbufs.sh [blkmq] [rounds] [runtime] [depths] [sizes]
+set -euo pipefail
+BLKMQ=${1:-build/release/tools/blkmq}
+ROUNDS=${2:-3}
+RT=${3:-3}
+DEPTHS=${4:-"1 32 128"}
+SIZES=${5:-"4k 128k"}
+cd "$(dirname "$0")/.."
+DEV=/var/tmp/blkmq-uring-device.dat
+CACHED=/var/tmp/blkmq-uring-cached.dat
+[ -f "$DEV" ] || dd if=/dev/urandom of="$DEV" bs=1M count=256 oflag=direct status=none
+[ -f "$CACHED" ] || fallocate -l 1G "$CACHED"
+for f in "$DEV" "$CACHED"; do
+  for bs in $SIZES; do
+    for qd in $DEPTHS; do
+      echo "== $(basename "$f") bs=$bs iodepth=$qd"
+      job="--name=x --filename=$f --direct=1 --rw=randread --bs=$bs --iodepth=$qd --runtime=$RT --time_based"
+      bench/alternate.sh "$ROUNDS" \
+        "fio io_uring" "fio --ioengine=io_uring --thread $job" \
+        "fio io_uring fixedbufs" "fio --ioengine=io_uring --thread --fixedbufs=1 $job" \
+        "blkmq uring nonvectored=0" "$BLKMQ bench --driver=uring --nonvectored=0 $job" \
+        "blkmq uring" "$BLKMQ bench --driver=uring $job" \
+        "blkmq uring fixedbufs" "$BLKMQ bench --driver=uring --fixedbufs=1 $job"
+    done
+  done
+done
