@@ -12,6 +12,7 @@
 //                      clock); ManualRuntime for deterministic tests
 //     blkmq/status.h   Status, Result and the I/O path's BlkStatus
 //     blkmq/sysfs_tree.h  a /sys/block-like tree that iostat reads
+//     blkmq/zoned.h    zone descriptors, conditions and operations
 //   This header includes all of these.
 // - Driver authors (a device behind the queue): blkmq/driver/driver.h (the
 //   driver ops and the calls a driver makes; it includes request.h),
@@ -37,3 +38,4 @@
 #include "blkmq/runtime.h"
 #include "blkmq/status.h"
 #include "blkmq/sysfs_tree.h"
+#include "blkmq/zoned.h"

@@ -19,8 +19,8 @@ namespace blkmq {
 // and never reach a bio's end_io from there; a request a driver completes
 // with one of them (a backing file's -ENOMEM or -EBUSY mapped by
 // errno_to_blk_status) ends its bios with that error, as in the kernel.
-// Left out: the kernel's reservation-conflict, zone-resource, duration-limit
-// and device-mapper statuses (no reservations, zoned devices or CDL here).
+// Left out: the kernel's reservation-conflict, duration-limit and
+// device-mapper statuses (no reservations or CDL here).
 // Added: `readonly`, which the kernel has no status for (see below).
 enum class BlkStatus : uint8_t {
   ok = 0,
@@ -39,6 +39,10 @@ enum class BlkStatus : uint8_t {
   offline,       // device offline or gone (-ENODEV)
   readonly,      // a write, discard or zeroing to a read-only device (-EROFS);
                  // blkmq's own: the kernel only warns, for old lvm tools
+  // Zoned devices: opening one more zone would exceed the device's open
+  // (-ETOOMANYREFS) or active (-EOVERFLOW) zone limit.
+  zone_open_resource,
+  zone_active_resource,
 };
 
 // Short lower-case name ("ok", "ioerr", ...). Any context; no allocation.

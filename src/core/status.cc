@@ -33,6 +33,8 @@ constexpr StatusRow kRows[] = {
     {BlkStatus::protection, "protection", -EILSEQ, "protection"},
     {BlkStatus::offline, "offline", -ENODEV, "device offline"},
     {BlkStatus::readonly, "readonly", -EROFS, "read-only device"},
+    {BlkStatus::zone_open_resource, "zone_open_resource", -ETOOMANYREFS, "open zones exceeded"},
+    {BlkStatus::zone_active_resource, "zone_active_resource", -EOVERFLOW, "active zones exceeded"},
 };
 
 constexpr bool rows_in_enum_order() {
@@ -41,7 +43,7 @@ constexpr bool rows_in_enum_order() {
   return true;
 }
 static_assert(rows_in_enum_order(), "kRows must list every BlkStatus in enum order");
-static_assert(static_cast<size_t>(BlkStatus::readonly) + 1 == std::size(kRows), "a BlkStatus has no row");
+static_assert(static_cast<size_t>(BlkStatus::zone_active_resource) + 1 == std::size(kRows), "a BlkStatus has no row");
 
 const StatusRow& row(BlkStatus s) {
   const auto i = static_cast<size_t>(s);

@@ -47,6 +47,10 @@ uint32_t nbd_error(BlkStatus st) {
     // shutting down and will end the connection (the client is to send
     // NBD_CMD_DISC); a device that went away does neither.
     case BlkStatus::offline:
+    // A zoned device's open or active zone limit: NBD exports no zones, so
+    // for its client this is a failed write.
+    case BlkStatus::zone_open_resource:
+    case BlkStatus::zone_active_resource:
       return kErrIo;
   }
   return kErrIo;  // a value outside the enum: a corrupted status

@@ -58,7 +58,7 @@ TEST(StatusTable, UnknownErrnoIsAnIoError) {
 
 TEST(StatusTable, NamesAreDistinctAndStatusesRoundTrip) {
   std::set<std::string> names;
-  for (int v = 0; v <= static_cast<int>(BlkStatus::readonly); v++) {
+  for (int v = 0; v <= static_cast<int>(BlkStatus::zone_active_resource); v++) {
     const auto s = static_cast<BlkStatus>(v);
     EXPECT_TRUE(names.insert(blk_status_name(s)).second) << blk_status_name(s);
     EXPECT_EQ(errno_to_blk_status(blk_status_to_errno(s)), s) << blk_status_name(s);

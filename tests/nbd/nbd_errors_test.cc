@@ -37,6 +37,8 @@ constexpr Expected kExpected[] = {
     {BlkStatus::protection, kErrIo},
     {BlkStatus::offline, kErrIo},
     {BlkStatus::readonly, kErrPerm},
+    {BlkStatus::zone_open_resource, kErrIo},
+    {BlkStatus::zone_active_resource, kErrIo},
 };
 
 constexpr bool in_enum_order() {
@@ -45,10 +47,10 @@ constexpr bool in_enum_order() {
   return true;
 }
 static_assert(in_enum_order(), "kExpected lists BlkStatus in enum order, none skipped");
-// readonly is the last enumerator (include/blkmq/status.h); a status added
+// zone_active_resource is the last enumerator (include/blkmq/status.h); a status added
 // after it must be added here, and errors.cc's switch refuses to compile
 // without it.
-static_assert(static_cast<size_t>(BlkStatus::readonly) + 1 == std::size(kExpected),
+static_assert(static_cast<size_t>(BlkStatus::zone_active_resource) + 1 == std::size(kExpected),
               "a BlkStatus is missing from kExpected");
 
 TEST(NbdErrors, EveryStatusMapsToItsError) {
