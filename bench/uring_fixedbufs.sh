@@ -8,16 +8,8 @@
 # prints medians and ratios to fio's defaults.
 # Usage: bench/uring_fixedbufs.sh [blkmq] [rounds] [runtime] [depths] [sizes]
 set -euo pipefail
-BLKMQ=${1:-build/release/tools/blkmq}
-ROUNDS=${2:-3}
-RT=${3:-3}
-DEPTHS=${4:-"1 32 128"}
-SIZES=${5:-"4k 128k"}
 cd "$(dirname "$0")/.."
-DEV=/var/tmp/blkmq-uring-device.dat
-CACHED=/var/tmp/blkmq-uring-cached.dat
-[ -f "$DEV" ] || dd if=/dev/urandom of="$DEV" bs=1M count=256 oflag=direct status=none
-[ -f "$CACHED" ] || fallocate -l 1G "$CACHED"
+source bench/uring_files.sh
 for f in "$DEV" "$CACHED"; do
   for bs in $SIZES; do
     for qd in $DEPTHS; do

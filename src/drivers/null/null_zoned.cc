@@ -130,19 +130,26 @@ BlkStatus ZoneTable::close_zone(Zone& z) {
   return BlkStatus::ok;
 }
 
-BlkStatus ZoneTable::open_zone(Zone& z) {
+// Whether an open or a finish may take the zone: from EMPTY or CLOSED it
+// needs the resources, from an open zone nothing; *noop when the zone is
+// already where the operation leads (`target`), which is no error.
+BlkStatus ZoneTable::may_transition(const Zone& z, ZoneCond target, bool* noop) {
+  *noop = z.cond == target;
   switch (z.cond) {
-    case ZoneCond::exp_open:
-      return BlkStatus::ok;
     case ZoneCond::empty:
     case ZoneCond::closed:
-      if (BlkStatus st = check_resources(z); st != BlkStatus::ok) return st;
-      break;
+      return check_resources(z);
     case ZoneCond::imp_open:
-      break;
+    case ZoneCond::exp_open:
+      return BlkStatus::ok;
     default:
-      return BlkStatus::ioerr;
+      return *noop ? BlkStatus::ok : BlkStatus::ioerr;
   }
+}
+
+BlkStatus ZoneTable::open_zone(Zone& z) {
+  bool noop;
+  if (BlkStatus st = may_transition(z, ZoneCond::exp_open, &noop); st != BlkStatus::ok || noop) return st;
   uncount(z);
   z.cond = ZoneCond::exp_open;
   nr_exp_open_++;
@@ -150,19 +157,8 @@ BlkStatus ZoneTable::open_zone(Zone& z) {
 }
 
 BlkStatus ZoneTable::finish_zone(Zone& z) {
-  switch (z.cond) {
-    case ZoneCond::full:
-      return BlkStatus::ok;
-    case ZoneCond::empty:
-    case ZoneCond::closed:
-      if (BlkStatus st = check_resources(z); st != BlkStatus::ok) return st;
-      break;
-    case ZoneCond::imp_open:
-    case ZoneCond::exp_open:
-      break;
-    default:
-      return BlkStatus::ioerr;
-  }
+  bool noop;
+  if (BlkStatus st = may_transition(z, ZoneCond::full, &noop); st != BlkStatus::ok || noop) return st;
   uncount(z);
   z.cond = ZoneCond::full;
   z.wp = z.start + z.len;

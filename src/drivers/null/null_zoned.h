@@ -94,6 +94,7 @@ class ZoneTable {
   void uncount(const Zone& z);
   BlkStatus start_write(Zone& z, uint64_t* sector, uint64_t nr_sectors, bool append);
   BlkStatus close_zone(Zone& z);
+  BlkStatus may_transition(const Zone& z, ZoneCond target, bool* noop);
   BlkStatus open_zone(Zone& z);
   BlkStatus finish_zone(Zone& z);
   bool reset_zone(Zone& z);
