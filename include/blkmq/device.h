@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,14 +77,14 @@ class Device {
   // `fixedbufs` registers its buffers with io_uring: a driver that can map
   // it ahead (uring: io_uring_register_buffers on every ring) then moves a
   // bio whose data is one segment inside a region without pinning its
-  // pages per I/O. Replaces any earlier set; an empty span unregisters.
+  // pages per I/O. Replaces any earlier set; count 0 unregisters.
   // The regions must stay mapped until they are replaced or the device is
   // destroyed, and no I/O into an earlier set may be in flight during the
   // call. Any thread, outside the I/O path: a system call per ring, and
   // the kernel pins every page. Optional: the default is EOPNOTSUPP, for
   // drivers with nothing to gain; the I/O works the same without it.
-  virtual Status register_buffers(std::span<const iovec> regions) {
-    (void)regions;
+  virtual Status register_buffers(const iovec* regions, size_t count) {
+    (void)regions, (void)count;
     return Status::error(EOPNOTSUPP, driver_name() + ": no registered buffers");
   }
 };

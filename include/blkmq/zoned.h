@@ -37,7 +37,11 @@ struct Zone {
   ZoneType type = ZoneType::seq_write_req;
   ZoneCond cond = ZoneCond::empty;
 
-  bool operator==(const Zone&) const = default;
+  // Field by field (the public headers stay C++17: no defaulted ==).
+  bool operator==(const Zone& o) const {
+    return start == o.start && len == o.len && wp == o.wp && capacity == o.capacity && type == o.type &&
+           cond == o.cond;
+  }
 };
 constexpr uint64_t kZoneInvalidWp = ~uint64_t{0};
 

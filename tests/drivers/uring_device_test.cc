@@ -339,7 +339,7 @@ void registered_buffers(bool direct) {
   AlignedBuf mem((1u << 20) + (64u << 10));
   const iovec reg{mem.data, 1u << 20};
   unsigned char* const outside = mem.data + reg.iov_len;
-  ASSERT_TRUE(dev->register_buffers({&reg, 1}));
+  ASSERT_TRUE(dev->register_buffers(&reg, 1));
   std::mt19937_64 rng(11);
   constexpr int kIos = 64;
   for (int i = 0; i < kIos; i++) {
@@ -361,7 +361,7 @@ void registered_buffers(bool direct) {
   ASSERT_EQ(q.read_sync(outside + 4096, 8192, 4096), BlkStatus::ok) << "outside the region";
   ASSERT_EQ(q.read_sync(outside - 4096, 4096, 4096), BlkStatus::ok) << "the region's last page";
   EXPECT_EQ(std::memcmp(outside - 4096, outside, 4096), 0);
-  ASSERT_TRUE(dev->register_buffers({}));
+  ASSERT_TRUE(dev->register_buffers(nullptr, 0));
   ASSERT_EQ(q.read_sync(mem.data, 0, 4096), BlkStatus::ok);
   c = counts(*dev);
   EXPECT_EQ(c.fixed, 2u * kIos + 1) << "only the region's last page, before unregistering";
@@ -382,7 +382,7 @@ TEST(UringDevice, ShortReadIntoARegisteredBufferContinuesFixed) {
   Queue& q = dev->queue();
   AlignedBuf buf(8192), back(8192);
   const iovec reg{back.data, back.size};
-  ASSERT_TRUE(dev->register_buffers({&reg, 1}));
+  ASSERT_TRUE(dev->register_buffers(&reg, 1));
   fill_pattern(buf.data, 8192, 23);
   ASSERT_EQ(q.write_sync(buf.data, (1u << 20) - 8192, 8192), BlkStatus::ok);
   ASSERT_EQ(truncate(f.c_str(), (1u << 20) - 3000), 0);
@@ -398,13 +398,13 @@ TEST(UringDevice, BadRegisteredBuffersAreRefused) {
   auto dev = make({{"filename", dir.file("disk")}, {"size", "1m"}});
   ASSERT_TRUE(dev);
   const iovec none{nullptr, 4096}, empty{dev.get(), 0};
-  EXPECT_EQ(dev->register_buffers({&none, 1}).code(), EINVAL);
-  EXPECT_EQ(dev->register_buffers({&empty, 1}).code(), EINVAL);
+  EXPECT_EQ(dev->register_buffers(&none, 1).code(), EINVAL);
+  EXPECT_EQ(dev->register_buffers(&empty, 1).code(), EINVAL);
   auto null = devtest::make_device("null", {{"size", "1"}});
   ASSERT_TRUE(null);
   AlignedBuf buf(4096);
   const iovec reg{buf.data, buf.size};
-  EXPECT_EQ(null->register_buffers({&reg, 1}).code(), EOPNOTSUPP);
+  EXPECT_EQ(null->register_buffers(&reg, 1).code(), EOPNOTSUPP);
   EXPECT_EQ(null->queue().write_sync(buf.data, 0, 4096), BlkStatus::ok);
 }
 

@@ -285,7 +285,7 @@ Status register_job_buffers(const std::vector<std::unique_ptr<Job>>& jobs,
     for (const auto& j : jobs)
       if (j->spec().fixedbufs && &j->queue() == qs[d]) regions.push_back(j->buffer_region());
     if (regions.empty()) continue;
-    Status st = devs[d]->register_buffers(regions);
+    Status st = devs[d]->register_buffers(regions.data(), regions.size());
     if (st.code() == EOPNOTSUPP) {
       static std::once_flag said;
       std::call_once(said, [&] {

@@ -183,7 +183,7 @@ class UringDevice final : public Device {
   const Features& features() const { return features_; }
   // Registers the regions with every ring (io_uring_register_buffers); on
   // a ring's failure the rings registered so far are unregistered again.
-  Status register_buffers(std::span<const iovec> regions) override;
+  Status register_buffers(const iovec* regions, size_t count) override;
   // The sums of every ring's counts. Any thread.
   SqeCounts sqe_counts();
   int fd() const { return fd_; }

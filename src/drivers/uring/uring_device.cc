@@ -83,7 +83,8 @@ UringQueue* UringDevice::alloc_queue(HwCtx* hctx, unsigned idx) {
   return raw;
 }
 
-Status UringDevice::register_buffers(std::span<const iovec> regions) {
+Status UringDevice::register_buffers(const iovec* regions_in, size_t count) {
+  const std::span<const iovec> regions(regions_in, count);
   for (const iovec& r : regions)
     if (!r.iov_base || !r.iov_len)
       return Status::invalid("uring: a registered buffer needs an address and a length");
