@@ -19,9 +19,24 @@ enum class ReqOp : uint8_t {
   flush = 2,         // empty cache flush (no data)
   discard = 3,       // no data vector
   write_zeroes = 4,  // no data vector
+  // Zoned devices only (QueueLimits::zoned; elsewhere notsupp). An append
+  // writes its data at the write pointer of the zone whose first sector
+  // `sector` names, and when it ends `sector` holds where it was written
+  // (REQ_OP_ZONE_APPEND). The management ops carry no data: `sector` is
+  // the zone's first sector and size 0 (reset_all: sector 0).
+  zone_append = 5,
+  zone_reset = 6,
+  zone_reset_all = 7,
+  zone_open = 8,
+  zone_close = 9,
+  zone_finish = 10,
 };
 constexpr bool op_is_write(ReqOp op) { return op != ReqOp::read; }
-constexpr bool op_has_data(ReqOp op) { return op == ReqOp::read || op == ReqOp::write; }
+constexpr bool op_has_data(ReqOp op) {
+  return op == ReqOp::read || op == ReqOp::write || op == ReqOp::zone_append;
+}
+// Reset, reset-all, open, close and finish: REQ_OP_ZONE_* but append.
+constexpr bool op_is_zone_mgmt(ReqOp op) { return op >= ReqOp::zone_reset && op <= ReqOp::zone_finish; }
 
 // Bio flags (REQ_* analogues).
 enum BioFlag : uint32_t {
@@ -75,6 +90,10 @@ struct Bio {
   // blkg in bio_endio, so neither submit nor bio_reinit need touch it. In
   // status's padding: the bio does not grow.
   uint8_t throtl_flags = 0;
+  // Owned by the core: zone write plugging's marks (src/core/zone_wplug.h:
+  // the bio holds a zone's plug, an append it turned into a write), set
+  // while a bio to a zoned queue is in flight. Also in the padding.
+  uint8_t zwp_flags = 0;
 
   // Owned by the core while the bio is in flight.
   Bio* bi_next = nullptr;             // chain inside a request
@@ -101,6 +120,7 @@ struct Bio {
 inline void bio_reinit(Bio* b) {
   b->status = BlkStatus::ok;
   b->bi_next = nullptr;
+  b->zwp_flags = 0;
   b->done_bytes = 0;
   b->cookie = 0;
   b->blkg = nullptr;

@@ -14,6 +14,7 @@
 #include "blkmq/bio.h"
 #include "blkmq/runtime.h"
 #include "blkmq/status.h"
+#include "blkmq/zoned.h"
 #include "blkmq/driver/tagset.h"
 
 namespace blkmq {
@@ -39,6 +40,29 @@ struct QueueLimits {
   // hands the buffers to a device (uring with direct=1) has a requirement,
   // and it sets its own. See docs/ARCHITECTURE.md.
   uint32_t dma_alignment = 0;
+
+  // Zoned devices (the kernel's zoned queue limits). A zoned device is
+  // host-managed: a sequential zone takes writes only at its write
+  // pointer. Its zone size is chunk_sectors; the last zone may be shorter.
+  bool zoned = false;
+  // The boundary no request crosses: bios are split at its multiples
+  // (a zone's end when zoned). 0: none; else a power of two, and at least
+  // one logical block. Required when zoned.
+  uint32_t chunk_sectors = 0;
+  // The largest zone append the device takes natively (zone_append_max_bytes
+  // shows it in bytes). 0: the device has no native append, and the core
+  // emulates it with writes at the write pointer (zone write plugging); the
+  // attribute then shows what the emulation takes, the smaller of
+  // max_sectors and the zone size, as the kernel's does.
+  uint32_t max_zone_append_sectors = 0;
+  // Zoned only. The smallest write the device takes in a sequential zone
+  // (queue/zone_write_granularity); 0 means the logical block size.
+  uint32_t zone_write_granularity = 0;
+  // Zoned only. The open and active zone limits, 0 for none. A device with
+  // neither and more sequential zones than 128 advertises
+  // max_open_zones=128, the size of the kernel's write plug pool.
+  unsigned max_open_zones = 0;
+  unsigned max_active_zones = 0;
 };
 
 // An attribute a driver adds beside the core's, as a kernel driver adds
@@ -64,6 +88,14 @@ struct QueueConfig {
   std::string scheduler;
   // The driver's own attributes (see DriverAttr). Default: none.
   std::vector<DriverAttr> driver_attrs;
+  // A zoned device's zone report (block_device_operations::report_zones):
+  // up to `max` zones from the one holding `sector`, each a snapshot of
+  // the device's own state. Required when limits.zoned. The core calls it
+  // at creation, to learn the zones (which are conventional, the written
+  // ones' write pointers), for Queue::report_zones, and to resynchronize a
+  // zone's write pointer after a failed write. Task context, outside any
+  // core lock; it may sleep, and must not wait for I/O on this queue.
+  std::function<Result<std::vector<Zone>>(uint64_t sector, unsigned max)> report_zones;
 };
 
 // Kernel /sys/block/<dev>/stat fields, in order.
@@ -166,6 +198,19 @@ class Queue {
   BlkStatus read_sync(void* buf, uint64_t offset, uint32_t len);
   BlkStatus write_sync(const void* buf, uint64_t offset, uint32_t len, uint32_t flags = 0);
   BlkStatus flush_sync();
+
+  // Zoned devices (QueueLimits::zoned). report_zones: up to `max` zones
+  // from the one holding `sector`, as the driver reports them (the
+  // kernel's blkdev_report_zones; BLKREPORTZONE). EOPNOTSUPP on a device
+  // that is not zoned, EINVAL past its end. Task context; calls the driver.
+  Result<std::vector<Zone>> report_zones(uint64_t sector, unsigned max) const;
+  // A zone management command through the block layer, waited for
+  // (blkdev_zone_mgmt): `sector` is the zone's first sector (0 for
+  // reset_all). notsupp on a device that is not zoned, inval for a
+  // sector that is not a zone's start. Task context; sleeps.
+  BlkStatus zone_mgmt_sync(ZoneOp op, uint64_t sector);
+  // The number of zones (queue/nr_zones); 0 when not zoned. Any thread.
+  unsigned nr_zones() const;
 
   // Attributes, named as under /sys/block/<dev>/ (queue/scheduler,
   // queue/nr_requests, queue/rq_affinity, stat, mq/0/..., ...). A bad path or

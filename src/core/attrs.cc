@@ -1,5 +1,6 @@
 // Queue attributes with the kernel's sysfs names, units and ranges. A bad
 // path or value is refused with a message and changes nothing.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -43,6 +44,15 @@ struct Attr {
 };
 
 std::string u(uint64_t v) { return std::to_string(v); }
+
+// What one append may carry: the device's native limit, or with the
+// emulation what one write request takes; never past a zone.
+uint32_t zone_append_max_sectors(const QueueImpl* q) {
+  const QueueLimits& l = q->limits_;
+  if (!l.zoned) return 0;
+  const uint32_t max = l.max_zone_append_sectors ? l.max_zone_append_sectors : l.max_sectors;
+  return std::min({max, l.max_sectors, l.chunk_sectors});
+}
 
 std::string show_stat(const QueueImpl* q) {
   DiskStat d = static_cast<const Queue*>(q)->disk_stat();
@@ -141,6 +151,21 @@ const Attr kAttrs[] = {
     {"queue/discard_max_bytes", [](const QueueImpl* q) { return u(uint64_t(q->limits_.max_discard_sectors) << 9); }, nullptr},
     {"queue/io_poll", [](const QueueImpl* q) { return u(q->limits_.poll); }, nullptr},
     {"queue/dma_alignment", [](const QueueImpl* q) { return u(q->limits_.dma_alignment); }, nullptr},
+    // The zoned model (the kernel's queue/zoned and its companions); all
+    // read-only, 0 where the device has no zones.
+    {"queue/zoned", [](const QueueImpl* q) { return std::string(q->limits_.zoned ? "host-managed" : "none"); },
+     nullptr},
+    {"queue/nr_zones", [](const QueueImpl* q) { return u(q->nr_zones()); }, nullptr},
+    {"queue/chunk_sectors", [](const QueueImpl* q) { return u(q->limits_.chunk_sectors); }, nullptr},
+    {"queue/zone_append_max_bytes", [](const QueueImpl* q) { return u(uint64_t(zone_append_max_sectors(q)) << 9); },
+     nullptr},
+    {"queue/zone_write_granularity", [](const QueueImpl* q) { return u(q->limits_.zone_write_granularity); },
+     nullptr},
+    {"queue/max_open_zones", [](const QueueImpl* q) { return u(q->limits_.max_open_zones); }, nullptr},
+    {"queue/max_active_zones", [](const QueueImpl* q) { return u(q->limits_.max_active_zones); }, nullptr},
+    // debugfs block/<dev>/zone_wplugs: "zone_no flags ref wp_offset
+    // bio_list_size" for each plug.
+    {"zone_wplugs", [](const QueueImpl* q) { return q->zwp_ ? q->zwp_->show() : std::string(); }, nullptr},
     {"queue/io_timeout", [](const QueueImpl* q) { return u(q->tun_.io_timeout_ms.load()); },
      [](QueueImpl* q, std::string_view v) -> Status {
        auto n = base::parse_uint("queue/io_timeout", v, 1, 0x7fffffff);

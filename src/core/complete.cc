@@ -198,6 +198,19 @@ bool update_request(Request* rq, BlkStatus st, uint32_t bytes) {
   return true;
 }
 
+// Before its bios end: a native append's bio takes the sector the driver
+// wrote it at (rq->sector, blk_zone_update_request_bio), and the plug a
+// write holds moves on.
+[[gnu::noinline]] void zoned_end_request(Request* rq, BlkStatus st) {
+  if (rq->rq_flags & kRqfZoneAppend) {
+    if (st == BlkStatus::ok)
+      for (Bio* b = rq->bio; b; b = b->bi_next) b->sector = rq->sector;
+  } else {
+    to_impl(rq->q)->zwp_->end_request(rq, st);
+  }
+  rq->rq_flags &= ~(kRqfZoneWplug | kRqfZoneAppend);
+}
+
 void end_request(Request* rq, BlkStatus st) {
   rq->state.store(RqState::complete, std::memory_order_relaxed);
   trace_rq(rq, blktrace::kComplete, st);
@@ -207,6 +220,8 @@ void end_request(Request* rq, BlkStatus st) {
     rq->end_io(rq, st);
     return;
   }
+  if (rq->rq_flags & (kRqfZoneWplug | kRqfZoneAppend)) [[unlikely]]
+    zoned_end_request(rq, st);
   // One CPU read serves all of this request's per-CPU counters. Every bio
   // is finished, including empty ones (a flush bio has no bytes).
   const unsigned cpu = base::this_cpu();
@@ -243,7 +258,8 @@ void complete_request_direct(Request* rq, void (*fn)(Request*)) {
 // As blk_mq_add_to_batch: errors, scheduler requests and requests with an
 // end_io callback take the ordinary path.
 bool add_to_batch(Request* rq, IoCompBatch* iob, BlkStatus st) {
-  if (!iob || st != BlkStatus::ok || rq->end_io || (rq->rq_flags & (kRqfSchedTags | kRqfResv | kRqfFlushSeq)))
+  if (!iob || st != BlkStatus::ok || rq->end_io ||
+      (rq->rq_flags & (kRqfSchedTags | kRqfResv | kRqfFlushSeq | kRqfZoneWplug | kRqfZoneAppend)))
     return false;
   rq->status = st;
   iob->reqs.push_back(rq);

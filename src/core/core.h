@@ -23,6 +23,7 @@
 #include "blkmq/driver/tagset.h"
 #include "core/kblockd.h"
 #include "core/time.h"
+#include "core/zone_wplug.h"
 #include "qos/rq_qos.h"
 
 namespace blkmq {
@@ -235,6 +236,8 @@ class QueueImpl final : public Queue {
   ~QueueImpl() override;
 
   Status init();
+  // The zoned limits' checks and the zone model (src/core/zoned.cc).
+  Status init_zoned();
   Status init_hctxs(unsigned nr_hw);
   void exit_hctxs();
   // The queue's own workers that walk its hctxs (requeue, timeout): stopped
@@ -328,6 +331,8 @@ class QueueImpl final : public Queue {
   std::atomic<uint64_t> stamp_ns_{0};
   // mq-deadline style queue-wide scheduler flag
   std::atomic<bool> sq_sched_{false};  // read by queue runs outside any lock
+  // Zone write plugging and the zone model: set when limits_.zoned.
+  std::unique_ptr<ZoneWplugs> zwp_;
   std::atomic<bool> stats_enabled_{false};  // kRqfStats on new requests
   // blktrace (core/trace.h): the live writer, read by every traced event
   // with one acquire load; writers that were stopped stay allocated (their
@@ -472,6 +477,14 @@ void bio_endio(Bio* bio);
 // io.stat and traced as queued now, then split and submitted; a split part
 // goes straight to the queue. kblockd (the throttle's work).
 void submit_bio_throttled(QueueImpl* q, Bio* bio);
+// A bio released from its zone's write plug (zone_wplug.cc), holding the
+// plug and a usage reference its request takes over: throttled, given a
+// request (sleeping for a tag if it must), filled with the plugged bios
+// that follow it, and issued. kblockd (the plug's work).
+void submit_plugged_bio(QueueImpl* q, Bio* bio);
+// Submits bio with a private end_io and waits for it; its status. Task
+// context; flushes the caller's plug before it sleeps.
+BlkStatus submit_bio_wait(Queue* q, Bio* bio);
 
 // merge.cc: merging into plugged, ctx and elevator requests.
 // Merges bio into a request in the caller's plug; true if it did. Task.
@@ -483,6 +496,10 @@ bool rq_mergeable(const Request* rq);
 bool bio_mergeable(const Bio* bio);
 // Segments of bio after splitting at the device's limits. Pure.
 unsigned bio_segments(const Bio* bio);
+// Appends bio to the back of rq if the merge rules and limits allow it
+// (counted and traced as a back merge), without zone write plugging's
+// bookkeeping, which its caller, the plug, does. Task, under the plugs' lock.
+bool back_merge_plugged(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs);
 // The elevator's back-merge hash, made and freed with the elevator.
 void elv_hash_alloc(ElevatorQueue* eq);
 void elv_hash_free(ElevatorQueue* eq);

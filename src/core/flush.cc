@@ -191,7 +191,7 @@ bool insert_flush(Request* rq) {
   rq->rq_flags |= kRqfFlushSeq;
   rq->flush_saved_end_io = rq->end_io;
   rq->end_io = data_end_io;
-  rq->op = rq->data_len ? ReqOp::write : ReqOp::flush;
+  rq->op = rq->data_len ? rq->op : ReqOp::flush;  // a write or an append
   complete_seq(q->fq_, rq, 0, BlkStatus::ok);
   return true;
 }

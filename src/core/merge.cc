@@ -38,6 +38,13 @@ uint64_t max_request_bytes(const QueueImpl* q, ReqOp op) {
   return std::min<uint64_t>(sectors << kSectorShift, cap);
 }
 
+// Whether [start, end) crosses a multiple of chunk_sectors (a zone's
+// end): no request may (blk_rq_get_max_sectors).
+bool crosses_chunk(const QueueImpl* q, uint64_t start, uint64_t end) {
+  const uint64_t chunk = q->limits_.chunk_sectors;
+  return chunk && ((start ^ (end - 1)) & ~(chunk - 1));
+}
+
 // Size and segment limits; a request that fails them takes no more merges.
 bool fits(QueueImpl* q, Request* rq, const Bio* bio, unsigned nr_segs) {
   const uint64_t max_bytes = max_request_bytes(q, rq->op);
@@ -46,11 +53,26 @@ bool fits(QueueImpl* q, Request* rq, const Bio* bio, unsigned nr_segs) {
     rq->rq_flags |= kRqfNoMerge;
     return false;
   }
-  return true;
+  return !crosses_chunk(q, std::min(rq->sector, bio->sector), std::max(rq->end_sector(), bio->end_sector()));
+}
+
+void link_back(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
+  trace_bio(q, bio, blktrace::kBackMerge);
+  rq->biotail->bi_next = bio;
+  rq->biotail = bio;
 }
 
 bool adjacent(const Request* rq, const Bio* bio) {
   return rq->end_sector() == bio->sector || rq->sector == bio->end_sector();
+}
+
+// What every bio merged into rq adds to it.
+void merged(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
+  rq_qos_merge(q, rq, bio);
+  bio_set_cookie(bio, rq->mq_hctx->queue_num);
+  rq->data_len += bio->size;
+  rq->nr_phys_segments = static_cast<uint16_t>(rq->nr_phys_segments + nr_segs);
+  account_merge(q, rq);
 }
 
 // attempt_bio_merge once the positions touch.
@@ -58,10 +80,14 @@ bool adjacent(const Request* rq, const Bio* bio) {
   if (!merge_allowed(q, rq, bio)) return MergeResult::none;
   if (rq->end_sector() == bio->sector) {
     if (!fits(q, rq, bio, nr_segs)) return MergeResult::failed;
-    trace_bio(q, bio, blktrace::kBackMerge);
-    rq->biotail->bi_next = bio;
-    rq->biotail = bio;
+    link_back(q, rq, bio, nr_segs);
+    // It writes at the pointer of the zone rq holds: the plug moves on.
+    if (rq->rq_flags & kRqfZoneWplug) [[unlikely]]
+      q->zwp_->bio_merged(bio);
   } else if (rq->sector == bio->end_sector()) {
+    // In front of a zone's write at its pointer is behind the pointer.
+    if (rq->rq_flags & kRqfZoneWplug) [[unlikely]]
+      return MergeResult::none;
     if (!fits(q, rq, bio, nr_segs)) return MergeResult::failed;
     trace_bio(q, bio, blktrace::kFrontMerge);
     bio->bi_next = rq->bio;
@@ -70,11 +96,7 @@ bool adjacent(const Request* rq, const Bio* bio) {
   } else {
     return MergeResult::none;
   }
-  rq_qos_merge(q, rq, bio);
-  bio_set_cookie(bio, rq->mq_hctx->queue_num);
-  rq->data_len += bio->size;
-  rq->nr_phys_segments = static_cast<uint16_t>(rq->nr_phys_segments + nr_segs);
-  account_merge(q, rq);
+  merged(q, rq, bio, nr_segs);
   return MergeResult::ok;
 }
 
@@ -97,13 +119,22 @@ bool list_merge(QueueImpl* q, ListNode* list, Bio* bio, unsigned nr_segs) {
 }
 
 // Reads, writes and discards merge, as the kernel's rq_mergeable has it;
-// flushes and zeroing never do.
-bool mergeable_op(ReqOp op) { return op_has_data(op) || op == ReqOp::discard; }
+// flushes, zeroing, appends and zone management never do.
+bool mergeable_op(ReqOp op) { return op == ReqOp::read || op == ReqOp::write || op == ReqOp::discard; }
 
 }  // namespace
 
 bool bio_mergeable(const Bio* bio) {
   return mergeable_op(bio->op) && !(bio->flags & (kBioNomerge | kBioPreflush | kBioFua));
+}
+
+bool back_merge_plugged(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
+  if (!bio_mergeable(bio) || rq->end_sector() != bio->sector || !merge_allowed(q, rq, bio) ||
+      !fits(q, rq, bio, nr_segs))
+    return false;
+  link_back(q, rq, bio, nr_segs);
+  merged(q, rq, bio, nr_segs);
+  return true;
 }
 
 bool rq_mergeable(const Request* rq) {
@@ -185,8 +216,11 @@ Request* rq_of_hash(ListNode* n) { return list_entry<Request, &Request::hash_nod
     return false;
   const uint64_t max_bytes = max_request_bytes(q, rq->op);
   if (uint64_t(rq->data_len) + next->data_len > max_bytes ||
-      rq->nr_phys_segments + next->nr_phys_segments > q->limits_.max_segments)
+      rq->nr_phys_segments + next->nr_phys_segments > q->limits_.max_segments ||
+      crosses_chunk(q, rq->sector, next->end_sector()))
     return false;
+  // Absorbed, a request holding its zone's plug would never release it.
+  if (next->rq_flags & kRqfZoneWplug) return false;
   ElevatorQueue* eq = q->elevator_;
   if (eq->type->ops.allow_merge && next->bio && !eq->type->ops.allow_merge(q, rq, next->bio)) return false;
   trace_rq(next, blktrace::kBackMerge);

@@ -142,6 +142,7 @@ Status QueueImpl::init() {
   if (l.max_segment_size < kMinSegmentSize) l.max_segment_size = kMinSegmentSize;
   if (l.dma_alignment >= kPageSize || (l.dma_alignment & (l.dma_alignment + 1)))
     return Status::invalid("dma_alignment must be 2^n - 1 below 4096, got " + std::to_string(l.dma_alignment));
+  if (Status s = init_zoned(); !s) return s;
   tun_.io_timeout_ms.store(set_->cfg().timeout_ms);
   nr_ctx_ = base::possible_cpus();
   ctxs_.reset(new SwCtx[nr_ctx_]);

@@ -62,6 +62,32 @@ bool flush_flags_ok(const Bio* bio) {
   return bio->op == ReqOp::write || bio->op == ReqOp::flush;
 }
 
+// blk_check_zone_append: at a zone's start, within the zone, within what
+// one request takes (an append is never split: it would not be one
+// append), on a device that has zones. The kernel's status for each.
+BlkStatus check_zone_append(const QueueImpl* q, const Bio* bio, size_t max_vec) {
+  const QueueLimits& l = q->limits_;
+  const uint64_t mask = l.chunk_sectors - 1;
+  if ((bio->sector & mask) || ((bio->size >> kSectorShift) > l.chunk_sectors)) return BlkStatus::ioerr;
+  const uint32_t max_append = l.max_zone_append_sectors ? l.max_zone_append_sectors : l.max_sectors;
+  if ((bio->size >> kSectorShift) > std::min(max_append, l.max_sectors) || bio->nr_vecs > l.max_segments ||
+      max_vec > l.max_segment_size)
+    return BlkStatus::ioerr;
+  return BlkStatus::ok;
+}
+
+// Reset, open, close and finish name a zone by its first sector and carry
+// nothing; reset-all names none. On a device without zones they are not
+// supported (submit_bio_noacct).
+BlkStatus check_zone_mgmt(const QueueImpl* q, const Bio* bio) {
+  const QueueLimits& l = q->limits_;
+  if (!l.zoned) return BlkStatus::notsupp;
+  if (bio->size || bio->nr_vecs) return BlkStatus::inval;
+  if (bio->op == ReqOp::zone_reset_all) return bio->sector ? BlkStatus::inval : BlkStatus::ok;
+  if ((bio->sector & (l.chunk_sectors - 1)) || bio->sector >= l.capacity_sectors) return BlkStatus::inval;
+  return BlkStatus::ok;
+}
+
 // Bad input gets a clear status and touches nothing. For a data bio,
 // *max_vec gets its longest vector.
 BlkStatus check_bio(const QueueImpl* q, const Bio* bio, size_t* max_vec) {
@@ -83,8 +109,14 @@ BlkStatus check_bio(const QueueImpl* q, const Bio* bio, size_t* max_vec) {
     case ReqOp::write:
       if (!data_vectors_ok(bio, l.dma_alignment, max_vec)) return BlkStatus::inval;
       break;
+    case ReqOp::zone_append:
+      if (!l.zoned) return BlkStatus::notsupp;
+      if (!data_vectors_ok(bio, l.dma_alignment, max_vec)) return BlkStatus::inval;
+      if (BlkStatus st = check_zone_append(q, bio, *max_vec); st != BlkStatus::ok) return st;
+      break;
     default:
-      return BlkStatus::notsupp;
+      if (!op_is_zone_mgmt(bio->op)) return BlkStatus::notsupp;
+      return check_zone_mgmt(q, bio);
   }
   if (bio->size == 0 || ((bio->size | (bio->sector << kSectorShift)) & lbs_mask)) return BlkStatus::inval;
   if (bio->end_sector() > l.capacity_sectors || bio->end_sector() < bio->sector) return BlkStatus::inval;
@@ -135,8 +167,19 @@ bool needs_split(const QueueImpl* q, const Bio* bio, size_t max_vec) {
     const uint64_t max = nodata_max_bytes(q, bio);
     return max && bio->size > max;
   }
-  const uint64_t max_bytes = static_cast<uint64_t>(q->limits_.max_sectors) << kSectorShift;
-  return bio->size > max_bytes || bio->nr_vecs > q->limits_.max_segments || max_vec > q->limits_.max_segment_size;
+  const QueueLimits& l = q->limits_;
+  const uint64_t max_bytes = static_cast<uint64_t>(l.max_sectors) << kSectorShift;
+  return bio->size > max_bytes || bio->nr_vecs > l.max_segments || max_vec > l.max_segment_size ||
+         (l.chunk_sectors && ((bio->sector ^ (bio->end_sector() - 1)) & ~uint64_t{l.chunk_sectors - 1}));
+}
+
+// The most bytes a child starting at `sector` may have: max_sectors, and
+// no further than the next multiple of chunk_sectors (a zone's end), in
+// whole logical blocks (get_max_io_size).
+uint64_t child_max_bytes(const QueueLimits& l, uint64_t sector) {
+  uint64_t sectors = l.max_sectors;
+  if (l.chunk_sectors) sectors = std::min<uint64_t>(sectors, l.chunk_sectors - (sector & (l.chunk_sectors - 1)));
+  return (sectors << kSectorShift) / l.logical_block_size * l.logical_block_size;
 }
 
 // A discard or zeroing bio over more than the device takes in one request
@@ -173,12 +216,12 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   auto sp = std::make_unique<SplitParent>();
   sp->orig = bio;
   const QueueLimits& l = q->limits_;
-  const uint64_t max_bytes =
-      (static_cast<uint64_t>(l.max_sectors) << kSectorShift) / l.logical_block_size * l.logical_block_size;
   std::vector<std::pair<size_t, size_t>> ranges;  // first vec, count
   uint16_t vi = 0;
   size_t voff = 0;
+  uint64_t child_sector = bio->sector;
   while (vi < bio->nr_vecs) {
+    const uint64_t max_bytes = child_max_bytes(l, child_sector);
     const size_t first = sp->vecs.size();
     uint64_t bytes = 0;
     while (vi < bio->nr_vecs && bytes < max_bytes && sp->vecs.size() - first < l.max_segments) {
@@ -207,6 +250,7 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
       if (lastv.iov_len == 0) sp->vecs.pop_back();
     }
     if (bytes == 0) return nullptr;
+    child_sector += bytes >> kSectorShift;
     ranges.emplace_back(first, sp->vecs.size() - first);
   }
   sp->children.resize(ranges.size());
@@ -262,56 +306,30 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
 // ago: the kernel's submitter may be preempted and moved between reading
 // its CPU and using the queue too, and nothing depends on it being exact.
 // Inlined into both callers: the common one is a bio within the limits.
-[[gnu::always_inline]] inline void submit_one(QueueImpl* q, Bio* bio) {
-  PlugState* plug = current_plug_state();
-  Request* rq = nullptr;
-  const bool use_cached = plug && !plug->cached_rqs.empty() && cached_rq_usable(q, plug->cached_rqs.head, bio);
-  SwCtx* ctx = use_cached ? plug->cached_rqs.head->mq_ctx : q->ctx(base::this_cpu());
-  if (!use_cached && !q->enter(bio->flags & kBioNowait)) {
-    fail_bio(bio, q->dying_.load() ? BlkStatus::ioerr : BlkStatus::again);
-    return;
+// A zoned queue's request from its first bio: one holding its zone's
+// plug takes the plugged bios that follow, a native append reports where
+// it wrote when it ends.
+[[gnu::noinline]] void zoned_prep_request(QueueImpl* q, Request* rq, Bio* bio) {
+  if (bio->zwp_flags & kZwpPlugging) {
+    rq->rq_flags |= kRqfZoneWplug;
+    if (bio->zwp_flags & kZwpFromPlug) q->zwp_->init_request(rq);
+  } else if (bio->op == ReqOp::zone_append) {
+    rq->rq_flags |= kRqfZoneAppend;
   }
-  const unsigned nr_segs = bio_segments(bio);
-  if (try_bio_merge(q, ctx, bio, nr_segs)) {
-    if (!use_cached) q->exit_ref();
-    return;
-  }
-  // One read of the chain for throttle, cleanup and track: it changes only
-  // with the queue frozen, and this submitter holds a usage reference. A
-  // bio no policy wants skips all of them (rq_qos_wants).
-  RqQos* qos = rq_qos_head(q);
-  if (qos && !rq_qos_wants(q, bio)) [[likely]]
-    qos = nullptr;
-  if (use_cached) {
-    rq = plug->cached_rqs.pop_front();
-    rq_qos_throttle(qos, q, bio);  // blk_mq_use_cached_rq
-  } else {
-    // Before a tag is taken: a policy may make the submitter sleep here,
-    // and it must not sleep on a tag others wait for.
-    rq_qos_throttle(qos, q, bio);
-    AllocData d{q, bio->flags, bio->op};
-    d.nowait = bio->flags & kBioNowait;
-    d.ctx = ctx;
-    if (plug) {
-      d.nr_tags = plug->nr_ios;
-      d.cached = &plug->cached_rqs;
-      plug->nr_ios = 1;
-    }
-    rq = alloc_request(d);
-    if (!rq) {
-      if (qos) [[unlikely]]
-        rq_qos_cleanup_slow(qos, bio);
-      q->exit_ref();
-      fail_bio(bio, BlkStatus::again);
-      return;
-    }
-  }
+}
+
+// The rest of blk_mq_submit_bio once bio has its request: accounting,
+// then the flush machinery, the plug, the scheduler or the driver.
+[[gnu::always_inline]] inline void issue_new_request(QueueImpl* q, Request* rq, Bio* bio, RqQos* qos,
+                                                     unsigned nr_segs, PlugState* plug) {
   trace_bio(q, bio, blktrace::kGetRq);
   if (qos) [[unlikely]] {
     rq->rq_qos_seen = 1;  // issue, requeue and done follow
     rq_qos_track_slow(qos, rq, bio);
   }
   bio_to_request(rq, bio, nr_segs);
+  if (q->zwp_) [[unlikely]]
+    zoned_prep_request(q, rq, bio);
   if ((bio->op == ReqOp::flush || (bio->flags & (kBioPreflush | kBioFua))) && insert_flush(rq)) return;
 
   HwCtxImpl* h = to_impl(rq->mq_hctx);
@@ -343,6 +361,80 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     try_issue_directly(h, rq);
     q->dispatch_exit();
   }
+}
+
+// No request for bio: what it took is given back, and it ends with st.
+[[gnu::noinline]] void fail_unissued(QueueImpl* q, RqQos* qos, Bio* bio, BlkStatus st) {
+  if (qos) rq_qos_cleanup_slow(qos, bio);
+  if (bio->zwp_flags & kZwpPlugging) q->zwp_->unissued_bio_failed(bio);
+  q->exit_ref();
+  fail_bio(bio, st);
+}
+
+// Writes, appends, resets and finishes of a zoned queue go by its plugs.
+bool zone_plugs_bio(const QueueImpl* q, const Bio* bio) {
+  return bio->op == ReqOp::write || bio->op == ReqOp::zone_append || bio->op == ReqOp::zone_reset ||
+         bio->op == ReqOp::zone_reset_all || bio->op == ReqOp::zone_finish;
+}
+
+// blk_mq_submit_bio for a bio within the limits. The CPU is read at most
+// once: the kernel's smp_processor_id() is free, here it is a load from
+// the rseq area (a system call where rseq is missing, as under valgrind).
+// A bio that takes a plug's cached request uses that request's software
+// queue, the CPU this thread allocated the plug's batch on, a few bios
+// ago: the kernel's submitter may be preempted and moved between reading
+// its CPU and using the queue too, and nothing depends on it being exact.
+// Inlined into both callers: the common one is a bio within the limits.
+[[gnu::always_inline]] inline void submit_one(QueueImpl* q, Bio* bio) {
+  PlugState* plug = current_plug_state();
+  Request* rq = nullptr;
+  const bool use_cached = plug && !plug->cached_rqs.empty() && cached_rq_usable(q, plug->cached_rqs.head, bio);
+  SwCtx* ctx = use_cached ? plug->cached_rqs.head->mq_ctx : q->ctx(base::this_cpu());
+  if (!use_cached && !q->enter(bio->flags & kBioNowait)) {
+    fail_bio(bio, q->dying_.load() ? BlkStatus::ioerr : BlkStatus::again);
+    return;
+  }
+  const unsigned nr_segs = bio_segments(bio);
+  if (try_bio_merge(q, ctx, bio, nr_segs)) {
+    if (!use_cached) q->exit_ref();
+    return;
+  }
+  // After the merge, as the kernel: a write that merged rode on its zone's
+  // plug already.
+  if (q->zwp_ && zone_plugs_bio(q, bio)) [[unlikely]] {
+    if (q->zwp_->plug_bio(bio)) {
+      if (!use_cached) q->exit_ref();
+      return;
+    }
+  }
+  // One read of the chain for throttle, cleanup and track: it changes only
+  // with the queue frozen, and this submitter holds a usage reference. A
+  // bio no policy wants skips all of them (rq_qos_wants).
+  RqQos* qos = rq_qos_head(q);
+  if (qos && !rq_qos_wants(q, bio)) [[likely]]
+    qos = nullptr;
+  if (use_cached) {
+    rq = plug->cached_rqs.pop_front();
+    rq_qos_throttle(qos, q, bio);  // blk_mq_use_cached_rq
+  } else {
+    // Before a tag is taken: a policy may make the submitter sleep here,
+    // and it must not sleep on a tag others wait for.
+    rq_qos_throttle(qos, q, bio);
+    AllocData d{q, bio->flags, bio->op};
+    d.nowait = bio->flags & kBioNowait;
+    d.ctx = ctx;
+    if (plug) {
+      d.nr_tags = plug->nr_ios;
+      d.cached = &plug->cached_rqs;
+      plug->nr_ios = 1;
+    }
+    rq = alloc_request(d);
+    if (!rq) {
+      fail_unissued(q, qos, bio, BlkStatus::again);
+      return;
+    }
+  }
+  issue_new_request(q, rq, bio, qos, nr_segs, plug);
 }
 
 // Each part after the first went back through submit_bio_noacct in the
@@ -387,8 +479,28 @@ bool throtl_split_part(QueueImpl* q, const Bio* bio, Bio* part) {
 void bio_endio(Bio* bio) {
   if (bio->qos_queue) [[unlikely]]
     rq_qos_done_bio(bio);
+  // blk_zone_write_plug_bio_endio: an append sent as a write is an append
+  // again, with its sector where it was written.
+  if (bio->zwp_flags) [[unlikely]] {
+    if (bio->zwp_flags & kZwpEmulatedAppend) bio->op = ReqOp::zone_append;
+    if (bio->zwp_flags & kZwpSetNomerge) bio->flags &= ~kBioNomerge;
+    bio->zwp_flags = 0;
+  }
   blkcg_bio_end(bio);
   bio->end_io(bio);
+}
+
+void submit_plugged_bio(QueueImpl* q, Bio* bio) {
+  RqQos* qos = rq_qos_head(q);
+  if (qos && !rq_qos_wants(q, bio)) qos = nullptr;
+  rq_qos_throttle(qos, q, bio);
+  AllocData d{q, bio->flags, bio->op};
+  Request* rq = alloc_request(d);
+  if (!rq) {
+    fail_unissued(q, qos, bio, BlkStatus::ioerr);  // only a dying queue refuses a waiting allocation
+    return;
+  }
+  issue_new_request(q, rq, bio, qos, bio_segments(bio), current_plug_state());
 }
 
 void submit_bio_throttled(QueueImpl* q, Bio* bio) {
@@ -452,7 +564,9 @@ struct SyncWait {
 
 void sync_end_io(Bio* bio) { static_cast<SyncWait*>(bio->private_data)->done.complete(); }
 
-BlkStatus submit_wait(Queue* q, Bio* bio) {
+}  // namespace
+
+BlkStatus submit_bio_wait(Queue* q, Bio* bio) {
   SyncWait w;
   bio->end_io = sync_end_io;
   bio->private_data = &w;
@@ -463,8 +577,6 @@ BlkStatus submit_wait(Queue* q, Bio* bio) {
   return bio->status;
 }
 
-}  // namespace
-
 BlkStatus Queue::read_sync(void* buf, uint64_t offset, uint32_t len) {
   if (offset % kSectorSize) return BlkStatus::inval;
   iovec v{buf, len};
@@ -474,7 +586,7 @@ BlkStatus Queue::read_sync(void* buf, uint64_t offset, uint32_t len) {
   bio.size = len;
   bio.vec = &v;
   bio.nr_vecs = 1;
-  return submit_wait(this, &bio);
+  return submit_bio_wait(this, &bio);
 }
 
 BlkStatus Queue::write_sync(const void* buf, uint64_t offset, uint32_t len, uint32_t flags) {
@@ -487,14 +599,14 @@ BlkStatus Queue::write_sync(const void* buf, uint64_t offset, uint32_t len, uint
   bio.size = len;
   bio.vec = &v;
   bio.nr_vecs = 1;
-  return submit_wait(this, &bio);
+  return submit_bio_wait(this, &bio);
 }
 
 BlkStatus Queue::flush_sync() {
   Bio bio;
   bio.op = ReqOp::flush;
   bio.flags = kBioPreflush;
-  return submit_wait(this, &bio);
+  return submit_bio_wait(this, &bio);
 }
 
 }  // namespace blkmq

@@ -20,6 +20,7 @@
 #include "drivers/null/null_fault.h"
 #include "drivers/null/null_params.h"
 #include "drivers/null/null_store.h"
+#include "drivers/null/null_zoned.h"
 
 namespace blkmq::nullb {
 
@@ -87,6 +88,7 @@ struct alignas(64) NullQueue {
     kSlowThrottle = 1u << 1,  // mbps
     kSlowMemory = 1u << 2,    // memory_backed
     kSlowPoll = 1u << 3,      // poll-type hctx
+    kSlowZoned = 1u << 4,     // zoned: every write moves a write pointer
   };
   uint32_t slow = 0;
   IrqMode irqmode = IrqMode::none;
@@ -115,6 +117,8 @@ class NullDevice final : public Device {
 
   const NullParams& params() const { return params_; }
   PageStore* store() { return store_.get(); }
+  // The zones of a zoned=1 device; null otherwise.
+  ZoneTable* zones() { return zones_.get(); }
   BwBudget* bw() { return bw_.get(); }
   FaultAttr& timeout_fault() { return timeout_fault_; }
   FaultAttr& requeue_fault() { return requeue_fault_; }
@@ -144,6 +148,9 @@ class NullDevice final : public Device {
   FaultAttr requeue_fault_;
   FaultAttr init_hctx_fault_;
   std::unique_ptr<PageStore> store_;
+  std::unique_ptr<ZoneTable> zones_;
+  Status setup_zones();
+  void add_zone_attrs(std::vector<DriverAttr>* v);
   std::atomic<uint64_t> power_cuts_{0};  // device/power_cut reads it
   std::unique_ptr<BwBudget> bw_;
   std::shared_ptr<NullSet> set_;

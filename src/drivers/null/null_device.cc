@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <mutex>
 
+#include <cstdio>
+
 #include "base/clock.h"
+#include "base/parse.h"
 #include "base/registry.h"
 #include "blkmq/driver/context.h"
 #include "blkmq/driver/device_driver.h"
@@ -165,6 +168,7 @@ NullQueue* NullDevice::alloc_queue(HwCtx* hctx, NullSet* set) {
   if (params_.io_faults()) nq->slow |= NullQueue::kSlowFaults;
   if (bw_) nq->slow |= NullQueue::kSlowThrottle;
   if (store_) nq->slow |= NullQueue::kSlowMemory;
+  if (zones_) nq->slow |= NullQueue::kSlowZoned;
   if (hctx->type == HctxType::poll) nq->slow |= NullQueue::kSlowPoll;
   NullQueue* raw = nq.get();
   std::lock_guard lk(queues_mu_);
@@ -196,6 +200,21 @@ QueueConfig NullDevice::queue_config() {
   lim.max_discard_sectors = params_.discard ? kMaxDiscardSectors : 0;
   lim.rotational = params_.rotational;
   lim.poll = params_.poll_queues > 0;
+  if (zones_) {
+    const ZonedConfig& z = zones_->config();
+    lim.zoned = true;
+    lim.chunk_sectors = static_cast<uint32_t>(z.zone_size_sectors);
+    // As null_blk: native append up to the parameter, within a zone and a
+    // request; 0 leaves it to the core's emulation.
+    lim.max_zone_append_sectors = static_cast<uint32_t>(
+        std::min<uint64_t>({params_.zone_append_max_sectors, z.zone_size_sectors, params_.max_sectors}));
+    lim.max_open_zones = z.max_open;
+    lim.max_active_zones = z.max_active;
+    cfg.report_zones = [this](uint64_t sector, unsigned max) -> Result<std::vector<Zone>> {
+      if (sector >= zones_->config().capacity_sectors) return Status::invalid("null: report past the end");
+      return zones_->report(sector, max);
+    };
+  }
   cfg.queuedata = this;
   cfg.driver_attrs = driver_attrs();
   return cfg;
@@ -209,8 +228,9 @@ uint64_t NullDevice::power_cut() {
 // Only a memory-backed device has data to lose. The queue dies before the
 // device, so capturing `this` is safe.
 std::vector<DriverAttr> NullDevice::driver_attrs() {
-  if (!store_) return {};
   std::vector<DriverAttr> v;
+  if (zones_) add_zone_attrs(&v);
+  if (!store_) return v;
   v.push_back({"device/power_cut",
                [this]() -> Result<std::string> { return std::to_string(power_cuts_.load()); },
                [this](std::string_view val) -> Status {
@@ -224,7 +244,50 @@ std::vector<DriverAttr> NullDevice::driver_attrs() {
   return v;
 }
 
+// null_blk's configfs zone_readonly and zone_offline: writing a sector
+// makes its zone read-only or offline (or empty again, asked twice).
+void NullDevice::add_zone_attrs(std::vector<DriverAttr>* v) {
+  auto fault = [this](const char* name, ZoneCond cond) {
+    return DriverAttr{std::string("device/") + name, nullptr, [this, name, cond](std::string_view val) -> Status {
+                        uint64_t sector = 0;
+                        auto r = base::parse_uint(std::string("device/") + name, val, 0, UINT64_MAX);
+                        if (!r) return r.status();
+                        sector = *r;
+                        PageStore* st = store_.get();
+                        return zones_->set_condition(sector, cond, [st](uint64_t s, uint64_t n) {
+                          if (st) st->discard(s << kSectorShift, n << kSectorShift);
+                        });
+                      }};
+  };
+  v->push_back(fault("zone_readonly", ZoneCond::readonly));
+  v->push_back(fault("zone_offline", ZoneCond::offline));
+}
+
+Status NullDevice::setup_zones() {
+  if (!params_.zoned) return Status::OK();
+  // chunk_sectors is 32 bits: zones up to 1 TiB.
+  if (params_.zone_size_mib > (uint64_t{1} << 20))
+    return Status::invalid("null: zone_size " + std::to_string(params_.zone_size_mib) + " MiB is above 1 TiB");
+  constexpr uint64_t kSectorsPerMib = kMiB >> kSectorShift;
+  ZonedConfig c;
+  c.capacity_sectors = params_.size_bytes() >> kSectorShift;
+  c.zone_size_sectors = params_.zone_size_mib * kSectorsPerMib;
+  c.zone_capacity_sectors = params_.zone_capacity_mib * kSectorsPerMib;
+  c.nr_conv = params_.zone_nr_conv;
+  c.max_open = params_.zone_max_open;
+  c.max_active = params_.zone_max_active;
+  c.full = params_.zone_full;
+  std::vector<std::string> notes;
+  auto t = ZoneTable::create(c, &notes);
+  if (!t) return t.status();
+  // null_blk says these in the kernel log; here they go to stderr.
+  for (const std::string& n : notes) std::fprintf(stderr, "null: %s\n", n.c_str());
+  zones_ = std::move(*t);
+  return Status::OK();
+}
+
 Status NullDevice::setup(std::shared_ptr<NullSet> set) {
+  if (Status st = setup_zones(); !st) return st;
   set_ = std::move(set);
   {
     std::lock_guard lk(set_->mu());

@@ -1,6 +1,7 @@
 // The null driver's DriverOps: issue, completion in the three irqmodes,
 // polling, timeouts, fault injection and bandwidth throttling.
 #include <cerrno>
+#include <cstring>
 #include <new>
 
 #include "blkmq/driver/context.h"
@@ -41,9 +42,75 @@ inline void complete_cmd(const NullQueue* nq, Request* rq, BlkStatus st) {
   }
 }
 
+// Zeroes what a read past a zone's write pointer did not transfer.
+void zero_from(Request* rq, uint64_t from) {
+  rq_for_each_segment(rq, [from](void* base, size_t n, uint64_t roff) {
+    if (roff + n <= from) return;
+    const uint64_t skip = roff < from ? from - roff : 0;
+    std::memset(static_cast<char*>(base) + skip, 0, n - skip);
+  });
+}
+
+ZoneOp zone_op_of(ReqOp op) {
+  switch (op) {
+    case ReqOp::zone_reset_all: return ZoneOp::reset_all;
+    case ReqOp::zone_open: return ZoneOp::open;
+    case ReqOp::zone_close: return ZoneOp::close;
+    case ReqOp::zone_finish: return ZoneOp::finish;
+    default: return ZoneOp::reset;
+  }
+}
+
+// null_process_zoned_cmd: reads, writes, appends and zone management go by
+// the zone table's rules, the data (if memory-backed) moving under the
+// zone's lock; an append reports where it wrote in rq->sector. The rest
+// is an ordinary command.
+BlkStatus handle_zoned(NullDevice* dev, ZoneTable* zt, Request* rq, bool* handled) {
+  PageStore* store = dev->store();
+  const uint64_t nr = rq->data_len >> kSectorShift;
+  auto xfer = [store, rq](uint64_t sector, uint64_t n) {
+    return store ? store->transfer(rq, sector << kSectorShift, n << kSectorShift) : BlkStatus::ok;
+  };
+  *handled = true;
+  switch (rq->op) {
+    case ReqOp::read: {
+      uint64_t valid = 0;
+      const BlkStatus st = zt->read(rq->sector, nr, xfer, &valid);
+      if (st == BlkStatus::ok && store && valid < nr) zero_from(rq, valid << kSectorShift);
+      return st;
+    }
+    case ReqOp::write:
+    case ReqOp::zone_append: {
+      if (store && (rq->cmd_flags & kBioPreflush))
+        if (BlkStatus st = store->flush(); st != BlkStatus::ok) return st;
+      const bool append = rq->op == ReqOp::zone_append;
+      uint64_t at = rq->sector;
+      const BlkStatus st = zt->write(rq->sector, nr, append, xfer, &at);
+      if (append && st == BlkStatus::ok) rq->sector = at;
+      return st;
+    }
+    case ReqOp::zone_reset:
+    case ReqOp::zone_reset_all:
+    case ReqOp::zone_open:
+    case ReqOp::zone_close:
+    case ReqOp::zone_finish:
+      return zt->manage(zone_op_of(rq->op), rq->sector, [store](uint64_t s, uint64_t n) {
+        if (store) store->discard(s << kSectorShift, n << kSectorShift);
+      });
+    default:
+      *handled = false;
+      return BlkStatus::ok;
+  }
+}
+
 // Moves the data of a memory-backed device (null_handle_memory_backed).
 // Without memory backing there is nothing to do: success.
 BlkStatus handle_cmd(NullDevice* dev, Request* rq) {
+  if (ZoneTable* zt = dev->zones()) {
+    bool handled;
+    const BlkStatus st = handle_zoned(dev, zt, rq, &handled);
+    if (handled) return st;
+  }
   PageStore* store = dev->store();
   if (!store) return BlkStatus::ok;
   const uint64_t off = rq->sector << kSectorShift;
@@ -62,7 +129,7 @@ BlkStatus handle_cmd(NullDevice* dev, Request* rq) {
     case ReqOp::discard:
       if (!dev->params().discard) return BlkStatus::notsupp;
       return store->discard(off, rq->data_len);
-    case ReqOp::write_zeroes:
+    default:  // write_zeroes, and zone operations on a device without zones
       break;
   }
   return BlkStatus::notsupp;

@@ -24,6 +24,7 @@ constexpr unsigned kMaxSectorsLimit = 65535;
 // no unit named).
 constexpr base::SizeRule kSizeRule{
     .bare_unit = base::kMiB, .lo = drvparam::kMinCapacity, .hi = kMaxSizeMib * base::kMiB, .multiple = base::kMiB};
+constexpr base::SizeRule kZoneSizeRule{.bare_unit = base::kMiB, .lo = base::kMiB, .hi = kMaxSizeMib * base::kMiB, .multiple = base::kMiB};
 constexpr base::SizeRule kCacheSizeRule{.bare_unit = base::kMiB, .hi = kMaxSizeMib * base::kMiB, .multiple = base::kMiB};
 
 Status to_mib(const ParamValue& v, const base::SizeRule& rule, uint64_t* out) {
@@ -119,6 +120,24 @@ const drvparam::ParamDef<NullParams> kParams[] = {
      fault_param<&NullParams::requeue>},
     {"init_hctx", "", "fault injection: fail hw queue init, \"interval,probability,space,times\"",
      fault_param<&NullParams::init_hctx>},
+    {"zoned", "0", "a host-managed zoned device (null_blk's zoned mode)",
+     [](NullParams& p, const ParamValue& v) { return v.to_bool(&p.zoned); }},
+    {"zone_size", "256", "zone size with zoned=1, a power of two (MiB when bare)",
+     [](NullParams& p, const ParamValue& v) { return to_mib(v, kZoneSizeRule, &p.zone_size_mib); }, &kZoneSizeRule},
+    {"zone_capacity", "0", "writable part of each zone, at most zone_size (0 = zone_size; MiB when bare)",
+     [](NullParams& p, const ParamValue& v) { return to_mib(v, kCacheSizeRule, &p.zone_capacity_mib); },
+     &kCacheSizeRule},
+    {"zone_nr_conv", "0", "conventional zones at the start of a zoned device",
+     [](NullParams& p, const ParamValue& v) { return v.to_int(0u, 1u << 30, &p.zone_nr_conv); }},
+    {"zone_max_open", "0", "open zone limit (0 = none)",
+     [](NullParams& p, const ParamValue& v) { return v.to_int(0u, 1u << 30, &p.zone_max_open); }},
+    {"zone_max_active", "0", "active zone limit (0 = none)",
+     [](NullParams& p, const ParamValue& v) { return v.to_int(0u, 1u << 30, &p.zone_max_active); }},
+    {"zone_append_max_sectors", "4294967295",
+     "largest native zone append in sectors (capped at the zone size and max_sectors); 0 = no native append, the core emulates it",
+     [](NullParams& p, const ParamValue& v) { return v.to_int(0u, UINT32_MAX, &p.zone_append_max_sectors); }},
+    {"zone_full", "0", "sequential zones start full",
+     [](NullParams& p, const ParamValue& v) { return v.to_bool(&p.zone_full); }},
 };
 
 std::string bool_str(bool b) { return b ? "1" : "0"; }
@@ -177,6 +196,14 @@ std::vector<std::pair<std::string, std::string>> describe_null_params(const Null
       {"timeout_inject", format_fault_config(p.timeout_inject)},
       {"requeue", format_fault_config(p.requeue)},
       {"init_hctx", format_fault_config(p.init_hctx)},
+      {"zoned", bool_str(p.zoned)},
+      {"zone_size", std::to_string(p.zone_size_mib)},
+      {"zone_capacity", std::to_string(p.zone_capacity_mib)},
+      {"zone_nr_conv", std::to_string(p.zone_nr_conv)},
+      {"zone_max_open", std::to_string(p.zone_max_open)},
+      {"zone_max_active", std::to_string(p.zone_max_active)},
+      {"zone_append_max_sectors", std::to_string(p.zone_append_max_sectors)},
+      {"zone_full", bool_str(p.zone_full)},
   };
 }
 

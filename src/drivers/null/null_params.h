@@ -46,6 +46,15 @@ struct NullParams {
   FaultConfig timeout_inject;     // requests started and never completed
   FaultConfig requeue;            // queue_rq alternates resource / requeue_request
   FaultConfig init_hctx;          // init_hctx fails with -EFAULT
+  // Zoned mode (null_blk's zoned parameters; sizes in MiB as null_blk's).
+  bool zoned = false;
+  uint64_t zone_size_mib = 256;      // power of two
+  uint64_t zone_capacity_mib = 0;    // 0: the zone size
+  unsigned zone_nr_conv = 0;         // conventional zones at the start
+  unsigned zone_max_open = 0;        // 0: no limit
+  unsigned zone_max_active = 0;      // 0: no limit
+  unsigned zone_append_max_sectors = UINT32_MAX;  // 0: appends emulated by the core
+  bool zone_full = false;            // sequential zones start FULL
 
   // Tag set flags these parameters ask for.
   uint32_t tag_set_flags() const;

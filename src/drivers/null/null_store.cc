@@ -223,18 +223,19 @@ Result<std::vector<Extent>> PageStore::allocation(uint64_t off, uint64_t len, ui
   return map.take();
 }
 
-BlkStatus PageStore::transfer(Request* rq, uint64_t off) {
-  const bool is_write = rq->op == ReqOp::write;
+BlkStatus PageStore::transfer(Request* rq, uint64_t off, uint64_t limit) {
+  const bool is_write = rq->op != ReqOp::read;  // a write or an append
   const bool fua = rq->cmd_flags & kBioFua;
   const uint64_t len = rq->data_len;
   BlkStatus st = BlkStatus::ok;
   rq_for_each_segment(rq, [&](void* base, size_t n, uint64_t roff) {
-    if (st != BlkStatus::ok) return;
+    if (st != BlkStatus::ok || roff >= limit) return;
     // Segments past data_len would touch another request's range.
     if (roff >= len || n > len - roff) {
       st = BlkStatus::inval;
       return;
     }
+    n = static_cast<size_t>(std::min<uint64_t>(n, limit - roff));
     st = is_write ? write(off + roff, base, n, fua) : read(off + roff, base, n);
   });
   return st;

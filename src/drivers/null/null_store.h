@@ -45,9 +45,10 @@ class PageStore {
   // cannot be allocated; inval if out of range.
   BlkStatus write(uint64_t off, const void* src, size_t len, bool fua);
   // Reads or writes a read/write request's data segments at byte offset
-  // `off` (FUA from the request's flags). inval if a segment reaches past
-  // the request's data_len or the store.
-  BlkStatus transfer(Request* rq, uint64_t off);
+  // `off` (FUA from the request's flags), the first `limit` bytes of them
+  // (a zoned read stops at the write pointer). inval if a segment reaches
+  // past the request's data_len or the store.
+  BlkStatus transfer(Request* rq, uint64_t off, uint64_t limit = UINT64_MAX);
   // Drops the range: later reads return zeros; whole pages are freed.
   BlkStatus discard(uint64_t off, uint64_t len);
   // Writes every cached page back to the backing pages and empties the

@@ -83,6 +83,8 @@ int issue_op(rbd_image_t img, Request* rq, int nr_iov, rbd_completion_t c) {
       return rbd_aio_discard(img, off, rq->data_len, c);
     case ReqOp::write_zeroes:
       return rbd_aio_write_zeroes(img, off, rq->data_len, c, /*zero_flags=*/0, /*op_flags=*/0);
+    default:  // an image has no zones
+      break;
   }
   return -EOPNOTSUPP;
 }

@@ -144,6 +144,8 @@ void LoopTarget::prep(LoopQueue& lq, io_uring_sqe* sqe, Slot* s, UblkIo& io) {
       // Discard punches; write-zeroes keeps the blocks (file_io.h says why).
       io_uring_prep_fallocate(sqe, fd_, falloc_mode(io.op()), io.offset(), io.length());
       break;
+    default:  // refused in handle()
+      break;
   }
   io_uring_sqe_set_data(sqe, s);
 }
@@ -163,6 +165,12 @@ bool LoopTarget::continue_short(LoopQueue& lq, Slot* s, uint32_t done) {
 
 void LoopTarget::handle(UblkIo& io) {
   LoopQueue& lq = *queues_[io.queue()];
+  // A file has no zones: the loop target's device is never zoned, so the
+  // core refuses zone operations before they come here.
+  if (io.op() > ReqOp::write_zeroes) {
+    io.complete(BlkStatus::notsupp);
+    return;
+  }
   // The core normally turns a preflush into a flush request of its own;
   // should one arrive combined, flush first, synchronously (rare).
   if (io.preflush() && fdatasync(fd_) != 0) {

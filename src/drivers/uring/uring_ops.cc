@@ -25,6 +25,8 @@ bool op_supported(const UringDevice* dev, const HwCtx* hctx, ReqOp op) {
       return f.punch_hole;
     case ReqOp::write_zeroes:
       return f.zero_range;
+    default:  // zone operations: a file has no zones
+      return false;
   }
   return false;
 }

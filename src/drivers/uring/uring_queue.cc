@@ -112,6 +112,8 @@ bool UringQueue::prep_locked(Request* rq) {
     case ReqOp::write_zeroes:
       io_uring_prep_fallocate(sqe, fd, falloc_mode(rq->op), static_cast<off_t>(cmd->offset), cmd->left);
       break;
+    default:  // op_supported() refused the rest before this
+      break;
   }
   if (fixed_file_) sqe->flags |= IOSQE_FIXED_FILE;
   if (const unsigned n = dev_->params().force_async; n && ++async_count_ >= n) {
