@@ -23,6 +23,8 @@ constexpr Command kCommands[] = {
     {"nbd", "serve a blkmq device to NBD clients (blkmq nbd --help)", nbdtool::nbd_main},
     {"attr", "read and write the attributes of a running blkmq process (blkmq attr --help)", control::attr_main},
     {"stat", "iostat-style lines of a running blkmq process's devices (blkmq stat --help)", control::stat_main},
+    {"zone", "report and manage the zones of a running blkmq process's zoned device, as blkzone (blkmq zone --help)",
+     control::zone_main},
 };
 
 int usage(FILE* out) {

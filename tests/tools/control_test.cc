@@ -183,5 +183,58 @@ TEST(Control, StatShowsARunningBenchsReads) {
   EXPECT_NEAR(rps[1], iops, 0.1 * iops) << st.output;
 }
 
+// blkmq zone: blkzone's report lines and its zone commands, over the
+// socket of a process serving a zoned null device.
+TEST(Control, ZoneReportsAndManagesZonesAsBlkzone) {
+  auto dev = make_null_device({{"size", "64"}, {"zoned", "1"}, {"zone_size", "16"}, {"zone_nr_conv", "1"}});
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  std::vector<unsigned char> buf(8192, 1);
+  ASSERT_EQ(q.write_sync(buf.data(), 16 << 20, 8192), BlkStatus::ok);  // zone 1: 16 sectors
+  const std::string path = temp_socket("ctl_zone");
+  auto s = control::Server::start(path, {&q});
+  ASSERT_TRUE(s);
+  const std::string zone = std::string(BLKMQ_CLI_PATH) + " zone --control " + path + " ";
+  Shell r = sh(zone + "report " + q.name(), 30);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "  start: 0x000000000, len 0x008000, cap 0x008000, wptr 0x000000 reset:0 non-seq:0, zcond: 0(nw) "
+            "[type: 1(CONVENTIONAL)]\n"
+            "  start: 0x000008000, len 0x008000, cap 0x008000, wptr 0x000010 reset:0 non-seq:0, zcond: 2(oi) "
+            "[type: 2(SEQ_WRITE_REQUIRED)]\n"
+            "  start: 0x000010000, len 0x008000, cap 0x008000, wptr 0x000000 reset:0 non-seq:0, zcond: 1(em) "
+            "[type: 2(SEQ_WRITE_REQUIRED)]\n"
+            "  start: 0x000018000, len 0x008000, cap 0x008000, wptr 0x000000 reset:0 non-seq:0, zcond: 1(em) "
+            "[type: 2(SEQ_WRITE_REQUIRED)]\n");
+  ASSERT_EQ(sh(zone + "finish -o 0x10000 -c 2 " + q.name(), 30).status, 0);
+  ASSERT_EQ(sh(zone + "reset -o 32768 -l 32768 " + q.name(), 30).status, 0);
+  Shell two = sh(zone + "report -o 0x8000 -c 3 " + q.name(), 30);
+  EXPECT_NE(two.output.find("start: 0x000008000, len 0x008000, cap 0x008000, wptr 0x000000 reset:0 non-seq:0, "
+                            "zcond: 1(em)"),
+            std::string::npos)
+      << two.output;
+  EXPECT_NE(two.output.find("start: 0x000018000, len 0x008000, cap 0x008000, wptr 0x008000 reset:0 non-seq:0, "
+                            "zcond:14(fu)"),
+            std::string::npos)
+      << two.output;
+  // Refusals name what is wrong: a misaligned zone, a conventional zone.
+  Shell mis = sh(zone + "reset -o 8 " + q.name(), 30);
+  EXPECT_NE(mis.status, 0);
+  EXPECT_NE(mis.output.find("not aligned to the zone size 32768"), std::string::npos) << mis.output;
+  Shell conv = sh(zone + "open -c 1 " + q.name(), 30);
+  EXPECT_NE(conv.status, 0);
+  EXPECT_NE(conv.output.find("ioerr"), std::string::npos) << conv.output;
+  // A device without zones.
+  auto plain = make_null_device({{"size", "16"}});
+  ASSERT_TRUE(plain);
+  auto s2 = control::Server::start(path + "2", {&plain->queue()});
+  ASSERT_TRUE(s2);
+  json a = json::parse((*s2)->handle(R"({"op":"report","dev":")" + plain->queue().name() + R"("})"));
+  EXPECT_FALSE(a["ok"]);
+  Shell none = sh(std::string(BLKMQ_CLI_PATH) + " zone report --control " + path + "2 " + plain->queue().name(), 30);
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.output.find("not a zoned device"), std::string::npos) << none.output;
+}
+
 }  // namespace
 }  // namespace blkmq::test

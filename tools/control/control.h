@@ -1,7 +1,8 @@
 // The control socket of a running blkmq process (`--control PATH` on
 // `blkmq bench` and `blkmq nbd`): list its devices and read and write any
 // queue attribute while I/O runs, as one writes /sys/block/<dev>/queue/*
-// of a kernel device. `blkmq attr` and `blkmq stat` are its clients.
+// of a kernel device, and report and manage a zoned device's zones.
+// `blkmq attr`, `blkmq stat` and `blkmq zone` are its clients.
 //
 // Protocol: a Unix stream socket; one JSON object a line each way.
 //   {"op":"list"}                          -> {"ok":true,"devices":["nullb0",...]}
@@ -9,6 +10,14 @@
 //   {"op":"get","dev":D,"attr":A}          -> {"ok":true,"value":"..."}
 //   {"op":"set","dev":D,"attr":A,"value":V}-> {"ok":true}
 //                                             or {"ok":true,"warning":"..."}
+//   {"op":"report","dev":D[,"sector":S][,"count":N]}
+//                                          -> {"ok":true,"zones":[{"start","len","wp","cap","type","cond"},...]}
+//   {"op":"zone","dev":D,"action":"reset|open|close|finish","sector":S[,"count":N]}
+//                                          -> {"ok":true}
+// report and zone are for zoned devices: the zones from the one holding
+// sector S (default 0; N default all), and a zone command on N zones
+// (default 1) from the one starting at S, in 512-byte sectors; the zone
+// types and conditions are linux/blkzone.h's numbers.
 // The warning comes with a trace/enable=0 that stopped a trace which lost
 // events (blkmq::blktrace_drop_warning); the process prints it as well.
 // A refused request answers {"ok":false,"error":"..."}: an unknown device,
@@ -86,8 +95,9 @@ class Client {
   std::string pending_;  // bytes read past the last answer line
 };
 
-// `blkmq attr` and `blkmq stat` (argv[0] is the subcommand).
+// `blkmq attr`, `blkmq stat` and `blkmq zone` (argv[0] is the subcommand).
 int attr_main(int argc, char** argv);
 int stat_main(int argc, char** argv);
+int zone_main(int argc, char** argv);
 
 }  // namespace control

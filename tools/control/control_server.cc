@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -185,6 +186,76 @@ void Server::serve(int fd) const {
   }
 }
 
+namespace {
+
+// A request's unsigned field, or `dflt` when it is absent; false if it is
+// there but not an unsigned number.
+bool unsigned_field(const json& req, const char* key, uint64_t dflt, uint64_t* out) {
+  if (!req.contains(key)) {
+    *out = dflt;
+    return true;
+  }
+  if (!req[key].is_number_unsigned()) return false;
+  *out = req[key].get<uint64_t>();
+  return true;
+}
+
+// {"op":"report"}: up to "count" zones (default: all) from the one holding
+// "sector" (default 0), as Queue::report_zones gives them.
+std::string report(blkmq::Queue& q, const json& req) {
+  uint64_t sector = 0, count = 0;
+  if (!unsigned_field(req, "sector", 0, &sector) || !unsigned_field(req, "count", q.nr_zones(), &count))
+    return refuse("report: \"sector\" and \"count\" are unsigned numbers");
+  auto r = q.report_zones(sector, static_cast<unsigned>(std::min<uint64_t>(count, q.nr_zones())));
+  if (!r) return refuse(r.status().message());
+  json zones = json::array();
+  for (const blkmq::Zone& z : *r)
+    zones.push_back({{"start", z.start}, {"len", z.len}, {"wp", z.wp}, {"cap", z.capacity},
+                     {"type", static_cast<unsigned>(z.type)}, {"cond", static_cast<unsigned>(z.cond)}});
+  return json{{"ok", true}, {"zones", zones}}.dump();
+}
+
+// What a zone command's status means, as the ioctl's caller sees it.
+std::string status_text(blkmq::BlkStatus st) {
+  return std::string(blkmq::blk_status_name(st)) + " (" + std::strerror(-blkmq::blk_status_to_errno(st)) + ")";
+}
+
+// {"op":"zone"}: "action" (reset, open, close, finish) on "count" zones
+// (default 1) from the one starting at "sector", one command a zone, as
+// blkdev_zone_mgmt; a reset of every zone is one reset-all, as there.
+std::string zone_mgmt(blkmq::Queue& q, const json& req) {
+  static const std::pair<const char*, blkmq::ZoneOp> kActions[] = {{"reset", blkmq::ZoneOp::reset},
+                                                                    {"open", blkmq::ZoneOp::open},
+                                                                    {"close", blkmq::ZoneOp::close},
+                                                                    {"finish", blkmq::ZoneOp::finish}};
+  const std::string action = req.contains("action") && req["action"].is_string() ? req["action"].get<std::string>() : "";
+  const auto* a = std::find_if(std::begin(kActions), std::end(kActions), [&](auto& k) { return action == k.first; });
+  if (a == std::end(kActions)) return refuse("zone: unknown action '" + action + "' (reset, open, close, finish)");
+  uint64_t sector = 0, count = 0;
+  if (!unsigned_field(req, "sector", 0, &sector) || !unsigned_field(req, "count", 1, &count))
+    return refuse("zone: \"sector\" and \"count\" are unsigned numbers");
+  const uint64_t zone_sectors = q.limits().chunk_sectors;
+  if (!q.limits().zoned) return refuse(q.name() + ": not a zoned device");
+  if (sector % zone_sectors) return refuse("zone: sector " + std::to_string(sector) + " does not start a zone");
+  const uint64_t first = sector / zone_sectors;
+  if (first >= q.nr_zones() || count == 0 || count > q.nr_zones() - first)
+    return refuse("zone: zones " + std::to_string(first) + "+" + std::to_string(count) + " are not on the device (" +
+                  std::to_string(q.nr_zones()) + " zones)");
+  if (a->second == blkmq::ZoneOp::reset && first == 0 && count == q.nr_zones()) {
+    const blkmq::BlkStatus st = q.zone_mgmt_sync(blkmq::ZoneOp::reset_all, 0);
+    if (st != blkmq::BlkStatus::ok) return refuse(std::string("reset_all: ") + status_text(st));
+    return json{{"ok", true}}.dump();
+  }
+  for (uint64_t z = first; z < first + count; z++) {
+    const blkmq::BlkStatus st = q.zone_mgmt_sync(a->second, z * zone_sectors);
+    if (st != blkmq::BlkStatus::ok)
+      return refuse(action + " of the zone at sector " + std::to_string(z * zone_sectors) + ": " + status_text(st));
+  }
+  return json{{"ok", true}}.dump();
+}
+
+}  // namespace
+
 blkmq::Queue* Server::find(const std::string& dev) const {
   for (blkmq::Queue* q : queues_)
     if (q->name() == dev) return q;
@@ -202,9 +273,12 @@ std::string Server::handle(const std::string& line) const {
     for (const blkmq::Queue* q : queues_) names.push_back(q->name());
     return json{{"ok", true}, {"devices", names}}.dump();
   }
-  if (op != "attrs" && op != "get" && op != "set") return refuse("unknown op '" + op + "' (list, attrs, get, set)");
+  if (op != "attrs" && op != "get" && op != "set" && op != "report" && op != "zone")
+    return refuse("unknown op '" + op + "' (list, attrs, get, set, report, zone)");
   blkmq::Queue* q = find(str("dev"));
   if (!q) return refuse("no device '" + str("dev") + "'");
+  if (op == "report") return report(*q, req);
+  if (op == "zone") return zone_mgmt(*q, req);
   if (op == "attrs") return json{{"ok", true}, {"attrs", q->attr_names()}}.dump();
   const std::string attr = str("attr");
   if (op == "get") {
