@@ -33,8 +33,9 @@ bool writes_to_read_only(const QueueImpl* q, const Bio* bio) {
 // What the kernel would not let a bio be built from: no vectors or more
 // than BIO_MAX_VECS, a null buffer, an address or length the device's DMA
 // alignment refuses (blkdev_dio_invalid), lengths that do not add up.
-// *max_vec gets the longest vector, for the split check.
-bool data_vectors_ok(const Bio* bio, uint32_t dma_mask, size_t* max_vec) {
+// *max_vec gets the longest vector, for the split check. Forced inline:
+// on every data bio's path, and a call here costs a tenth of its work.
+[[gnu::always_inline]] inline bool data_vectors_ok(const Bio* bio, uint32_t dma_mask, size_t* max_vec) {
   if (!bio->vec || !bio->nr_vecs || bio->nr_vecs > kBioMaxVecs) return false;
   uint64_t total = 0;
   size_t longest = 0;
@@ -65,13 +66,15 @@ bool flush_flags_ok(const Bio* bio) {
 // blk_check_zone_append: at a zone's start, within the zone, within what
 // one request takes (an append is never split: it would not be one
 // append), on a device that has zones. The kernel's status for each.
-BlkStatus check_zone_append(const QueueImpl* q, const Bio* bio, size_t max_vec) {
+[[gnu::noinline]] BlkStatus check_zone_append(const QueueImpl* q, const Bio* bio, size_t* max_vec) {
   const QueueLimits& l = q->limits_;
+  if (!l.zoned) return BlkStatus::notsupp;
+  if (!data_vectors_ok(bio, l.dma_alignment, max_vec)) return BlkStatus::inval;
   const uint64_t mask = l.chunk_sectors - 1;
   if ((bio->sector & mask) || ((bio->size >> kSectorShift) > l.chunk_sectors)) return BlkStatus::ioerr;
   const uint32_t max_append = l.max_zone_append_sectors ? l.max_zone_append_sectors : l.max_sectors;
   if ((bio->size >> kSectorShift) > std::min(max_append, l.max_sectors) || bio->nr_vecs > l.max_segments ||
-      max_vec > l.max_segment_size)
+      *max_vec > l.max_segment_size)
     return BlkStatus::ioerr;
   return BlkStatus::ok;
 }
@@ -79,7 +82,7 @@ BlkStatus check_zone_append(const QueueImpl* q, const Bio* bio, size_t max_vec) 
 // Reset, open, close and finish name a zone by its first sector and carry
 // nothing; reset-all names none. On a device without zones they are not
 // supported (submit_bio_noacct).
-BlkStatus check_zone_mgmt(const QueueImpl* q, const Bio* bio) {
+[[gnu::noinline]] BlkStatus check_zone_mgmt(const QueueImpl* q, const Bio* bio) {
   const QueueLimits& l = q->limits_;
   if (!l.zoned) return BlkStatus::notsupp;
   if (bio->size || bio->nr_vecs) return BlkStatus::inval;
@@ -110,9 +113,7 @@ BlkStatus check_bio(const QueueImpl* q, const Bio* bio, size_t* max_vec) {
       if (!data_vectors_ok(bio, l.dma_alignment, max_vec)) return BlkStatus::inval;
       break;
     case ReqOp::zone_append:
-      if (!l.zoned) return BlkStatus::notsupp;
-      if (!data_vectors_ok(bio, l.dma_alignment, max_vec)) return BlkStatus::inval;
-      if (BlkStatus st = check_zone_append(q, bio, *max_vec); st != BlkStatus::ok) return st;
+      if (BlkStatus st = check_zone_append(q, bio, max_vec); st != BlkStatus::ok) return st;
       break;
     default:
       if (!op_is_zone_mgmt(bio->op)) return BlkStatus::notsupp;
@@ -161,8 +162,9 @@ uint64_t nodata_max_bytes(const QueueImpl* q, const Bio* bio) {
   return bytes / l.logical_block_size * l.logical_block_size;
 }
 
-// max_vec: the bio's longest vector (from check_bio).
-bool needs_split(const QueueImpl* q, const Bio* bio, size_t max_vec) {
+// max_vec: the bio's longest vector (from check_bio). Forced inline, as
+// data_vectors_ok: every bio asks.
+[[gnu::always_inline]] inline bool needs_split(const QueueImpl* q, const Bio* bio, size_t max_vec) {
   if (!op_has_data(bio->op)) {
     const uint64_t max = nodata_max_bytes(q, bio);
     return max && bio->size > max;
