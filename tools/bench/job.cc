@@ -52,6 +52,8 @@ Status Job::prepare() {
   if (size > dev_size_ - spec_.offset)
     return Status::invalid("--offset + --size (" + std::to_string(spec_.offset + size) +
                            ") is beyond the device size " + std::to_string(dev_size_));
+  if (spec_.zbd.enabled)
+    if (Status st = prepare_zbd(&size); !st) return st;
   base_ = spec_.offset;
   nblocks_ = size / spec_.bs;
   if (nblocks_ == 0) return Status::invalid("the region is smaller than one block (--bs)");
@@ -265,10 +267,10 @@ void Job::prep_replay(IoUnit* u) {
   fill_bio(u, io.write, io.len);
 }
 
-inline void Job::prep(IoUnit* u) {
+inline Job::Prep Job::prep(IoUnit* u) {
   if (!replay_.ios.empty()) {
     prep_replay(u);
-    return;
+    return Prep::ready;
   }
   bool write;
   switch (mix_) {
@@ -286,8 +288,11 @@ inline void Job::prep(IoUnit* u) {
     blk = map_.next();
   }
   u->offset = base_ + blk * spec_.bs;
+  if (zbd_) [[unlikely]]
+    return zbd_adjust(u, write);
   fill_bio(u, write, spec_.bs);
   if (write && phase_ == Phase::verify_write) verify_fill(u->iov.iov_base, spec_.bs, u->offset, seed_);
+  return Prep::ready;
 }
 
 inline void Job::fill_bio(IoUnit* u, bool write, uint32_t len) {
@@ -310,12 +315,83 @@ inline void Job::fill_bio(IoUnit* u, bool write, uint32_t len) {
   b.private_data = u;
 }
 
+// Preps n units and submits them. zonemode=zbd may cut the batch short:
+// a zone to reset first (what was prepped goes, the job waits for its I/O,
+// resets, and goes on) or the end of what the zones can take.
 void Job::submit_batch(unsigned n) {
-  for (unsigned i = 0; i < n; ++i) {
+  std::unique_lock<std::mutex> order;
+  if (zbd_ && mix_ != Mix::reads) [[unlikely]]
+    order = zbd_->order_writes();
+  unsigned i = 0;
+  while (i < n) {
     IoUnit* u = free_[--nfree_];
-    prep(u);
-    batch_[i] = u;
+    const Prep p = prep(u);
+    if (p == Prep::ready) {
+      batch_[i++] = u;
+      continue;
+    }
+    free_[nfree_++] = u;
+    if (p == Prep::reset_zone) {
+      submit_units(i);
+      n -= i;
+      i = 0;
+      if (zbd_reset()) continue;
+    }
+    stopping_ = true;
+    break;
   }
+  submit_units(i);
+}
+
+// zonemode=zbd: the unit's offset moves to its zone's write pointer (a
+// write) or below it (a read), and its length to the zone's end; a
+// sequential job goes on from there, as fio's does.
+Job::Prep Job::zbd_adjust(IoUnit* u, bool write) {
+  uint32_t len = spec_.bs;
+  switch (zbd_->adjust(write, &u->offset, &len, &zbd_reset_zone_)) {
+    case ZbdJob::Adjust::reset_first: return Prep::reset_zone;
+    case ZbdJob::Adjust::eof: return Prep::eof;
+    case ZbdJob::Adjust::ok: break;
+  }
+  if (!rw_is_random(spec_.rw)) seq_next_ = ((u->offset - base_) / spec_.bs + len / spec_.bs) % nblocks_;
+  fill_bio(u, write, len);
+  if (write && phase_ == Phase::verify_write) verify_fill(u->iov.iov_base, len, u->offset, seed_);
+  return Prep::ready;
+}
+
+// fio's io_u_quiesce and zone reset: everything in flight completes first,
+// so no write of the zone is overtaken by its reset. False (with the error
+// recorded) if the reset failed.
+bool Job::zbd_reset() {
+  if (inflight_) wait_completions(inflight_);
+  if (Status st = zbd_->reset(zbd_reset_zone_); !st) {
+    record_error(nullptr, st.code(), st.message());
+    return false;
+  }
+  result_->zone_resets = zbd_->zone_resets();
+  return true;
+}
+
+// zonemode=zbd: the device's zones (or emulated ones) and the job's region
+// cut to whole zones, as fio's zbd_verify_sizes says on stderr.
+Status Job::prepare_zbd(uint64_t* size) {
+  if (!spec_.read_iolog.empty()) return Status::invalid("zonemode=zbd and read_iolog exclude each other");
+  if (spec_.writeback && rw_has_writes(spec_.rw) && q_.limits().zoned)
+    return Status::invalid("zonemode=zbd: writes to a host-managed zoned device need direct=1, as fio requires");
+  auto dev = ZbdDevice::get(q_, spec_.zbd);
+  if (!dev) return Status::invalid("zonemode=zbd: " + dev.status().message());
+  std::string notes;
+  auto j = ZbdJob::create(std::move(*dev), spec_.zbd, static_cast<int>(index_), &spec_.offset, size, spec_.bs,
+                          rw_is_random(spec_.rw), spec_.randseed ^ (index_ + 1), &notes);
+  if (!j) return Status::invalid("zonemode=zbd: " + j.status().message());
+  if (!notes.empty()) std::fprintf(stderr, "%s: %s", spec_.name.c_str(), notes.c_str());
+  zbd_ = std::move(*j);
+  result_->zbd = true;
+  return Status::OK();
+}
+
+void Job::submit_units(unsigned n) {
+  if (n == 0) return;
   inflight_ += n;
   issued_ += n;
   uint64_t t0 = gtod_ ? now_ns() : 0;

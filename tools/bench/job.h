@@ -15,6 +15,7 @@
 #include "bench/options.h"
 #include "bench/randmap.h"
 #include "bench/stats.h"
+#include "bench/zbd.h"
 
 namespace bench {
 
@@ -76,7 +77,14 @@ class Job {
   void run_phase(Phase ph);
   void reset_generators();
   void submit_batch(unsigned n);
-  void prep(IoUnit* u);
+  void submit_units(unsigned n);
+  // What prep() made of the next unit: ready, or (zonemode=zbd) its zone
+  // must be reset first, or no zone can take it and the job is done.
+  enum class Prep : uint8_t { ready, reset_zone, eof };
+  Prep prep(IoUnit* u);
+  Prep zbd_adjust(IoUnit* u, bool write);
+  bool zbd_reset();
+  blkmq::Status prepare_zbd(uint64_t* size);
   void prep_replay(IoUnit* u);
   void fill_bio(IoUnit* u, bool write, uint32_t len);
   blkmq::Status prepare_replay();
@@ -106,6 +114,8 @@ class Job {
   uint64_t nblocks_ = 0;  // region size in bs units
   uint32_t unit_bytes_ = 0;  // each I/O unit's buffer: bs, or the largest replayed I/O
   ReplayTrace replay_;       // --read_iolog's I/O (empty without it)
+  std::unique_ptr<ZbdJob> zbd_;  // zonemode=zbd (null without it)
+  unsigned zbd_reset_zone_ = 0;  // the zone prep() found needing a reset
   size_t replay_next_ = 0;
   uint64_t replay_start_ns_ = 0;
   uint16_t ioprio_ = blkmq::kIoprioDefault;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
@@ -71,6 +72,19 @@ Status set_size(std::string_view key, std::string_view v, const blkmq::base::Siz
   auto x = blkmq::base::parse_size(flag_name(key), v, rule);
   if (!x) return x.status();
   *field = static_cast<T>(*x);
+  return Status::OK();
+}
+
+// Zone sizes: whole sectors, at least one.
+constexpr blkmq::base::SizeRule kZoneRule{.lo = blkmq::kSectorSize, .multiple = blkmq::kSectorSize};
+
+// A fraction in [0, 1], as fio's float options take it ("0.5", "1").
+Status set_fraction(std::string_view key, std::string_view v, double* field) {
+  const std::string s(v);
+  char* end = nullptr;
+  const double x = s.empty() ? -1 : std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !(x >= 0 && x <= 1)) return bad_value(key, v, "a number from 0 to 1");
+  *field = x;
   return Status::OK();
 }
 
@@ -321,6 +335,45 @@ std::vector<OptionDef> make_defs() {
       {"randrepeat", nullptr, true, "same random sequence every run (default 1)", JOB_BOOL("randrepeat", randrepeat)},
       {"randseed", nullptr, false, "seed of the random generators", apply_randseed},
       {"verify", nullptr, false, "crc32c: write, then read back and check every block", apply_verify},
+      {"zonemode", nullptr, false,
+       "none (default), or zbd: writes at each zone's write pointer, reads below it (fio's zoned mode)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) -> Status {
+         if (v == "strided") return bad_value("zonemode", v, "none or zbd (strided is not supported)");
+         if (v != "none" && v != "zbd") return bad_value("zonemode", v, "none or zbd");
+         j.zbd.enabled = v == "zbd";
+         return Status::OK();
+       }},
+      {"zonesize", nullptr, false, size_help("with zonemode=zbd: the zone size (default the device's)", kZoneRule),
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("zonesize", v, kZoneRule, &j.zbd.zone_size); }},
+      {"zonecapacity", nullptr, false,
+       size_help("with zonemode=zbd on a device without zones: each emulated zone's writable part", kZoneRule),
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_size("zonecapacity", v, kZoneRule, &j.zbd.zone_capacity);
+       }},
+      {"zonerange", nullptr, false, size_help("with zonemode=zbd: must equal the zone size", kZoneRule),
+       [](BenchConfig&, JobSpec& j, std::string_view v) { return set_size("zonerange", v, kZoneRule, &j.zbd.zone_range); }},
+      {"read_beyond_wp", nullptr, true, "zbd: read past the write pointers too (default 0)",
+       JOB_BOOL("read_beyond_wp", zbd.read_beyond_wp)},
+      {"max_open_zones", nullptr, false, "zbd: zones written at once, all jobs (default: the device's limit)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_uint("max_open_zones", v, 0, 1u << 30, &j.zbd.max_open_zones);
+       }},
+      {"job_max_open_zones", nullptr, false, "zbd: zones written at once by each job (default 0: no limit)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_uint("job_max_open_zones", v, 0, 1u << 30, &j.zbd.job_max_open_zones);
+       }},
+      {"ignore_zone_limits", nullptr, true, "zbd: max_open_zones may exceed the device's limit",
+       JOB_BOOL("ignore_zone_limits", zbd.ignore_zone_limits)},
+      {"zone_reset_threshold", nullptr, false,
+       "zbd: the written share of the region (0..1, default 1) past which zone_reset_frequency applies",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_fraction("zone_reset_threshold", v, &j.zbd.reset_threshold);
+       }},
+      {"zone_reset_frequency", nullptr, false,
+       "zbd: past the threshold, reset a zone before every (1 / this)th write (0..1, default 0: never)",
+       [](BenchConfig&, JobSpec& j, std::string_view v) {
+         return set_fraction("zone_reset_frequency", v, &j.zbd.reset_frequency);
+       }},
       {"thread", nullptr, true, "accepted for fio compatibility; jobs are always threads", JOB_BOOL("thread", thread)},
       {"stonewall", "wait_for_previous", true, "start a new group, run after the previous group finished",
        JOB_BOOL("stonewall", stonewall)},

@@ -14,6 +14,7 @@
 
 #include "blkmq/device.h"
 #include "blkmq/status.h"
+#include "bench/zbd.h"
 #include "bench/cycle.h"
 #include "bench/replay.h"
 
@@ -108,6 +109,7 @@ struct JobSpec {
   std::string read_iolog;
   ReplayOptions replay;
   LogOptions log;
+  ZbdOptions zbd;                    // zonemode=zbd and its options (bench/zbd.h)
   bool thread = true;                // always threads; option accepted for fio
   bool stonewall = false;            // starts a new group, run after the previous one
   unsigned groupid = 0;              // derived from stonewall when the jobs are built

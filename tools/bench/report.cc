@@ -80,9 +80,12 @@ std::string dir_block(const JobResult& j, unsigned dd) {
   const DirStats& d = j.dir[dd];
   double iops = per_sec(d.ios, j.runtime_ns);
   double bw = per_sec(d.bytes, j.runtime_ns);
-  std::string out = sprintf_str("  %s: IOPS=%s, BW=%s(%sB/%" PRIu64 "msec)\n", ddir_name(dd),
+  // fio ends a zoned job's write line with its zone resets.
+  const std::string resets = j.zbd && dd == kWrite ? sprintf_str("; %" PRIu64 " zone resets", j.zone_resets) : "";
+  std::string out = sprintf_str("  %s: IOPS=%s, BW=%s(%sB/%" PRIu64 "msec)%s\n", ddir_name(dd),
                                 num2str(iops, 1000).c_str(), bw_pair(bw).c_str(),
-                                num2str(static_cast<double>(d.bytes), 1024).c_str(), j.runtime_ns / 1000000);
+                                num2str(static_cast<double>(d.bytes), 1024).c_str(), j.runtime_ns / 1000000,
+                                resets.c_str());
   if (j.gtod_reduce || d.clat.n == 0) return out;
   out += lat_line("slat", d.slat);
   out += lat_line("clat", d.clat);
@@ -358,6 +361,7 @@ json job_json(const JobResult& j, bool plus) {
   out["ctx"] = j.cpu.ctx;
   out["majf"] = j.cpu.majf;
   out["minf"] = j.cpu.minf;
+  if (j.zbd) out["zone_resets"] = j.zone_resets;
   return out;
 }
 

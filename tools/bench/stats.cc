@@ -129,6 +129,8 @@ void JobResult::merge(const JobResult& o) {
     error_msg = o.error_msg;
   }
   errors += o.errors;
+  zbd = zbd || o.zbd;
+  zone_resets += o.zone_resets;
   runtime_ns = std::max(runtime_ns, o.runtime_ns);
   cpu_runtime_ns += o.cpu_runtime_ns;
   for (unsigned d = 0; d < kDdirs; ++d) dir[d].merge(o.dir[d]);

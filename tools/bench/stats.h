@@ -116,6 +116,10 @@ struct JobResult {
   DirStats dir[kDdirs];
   CpuUsage cpu;
   bool gtod_reduce = false;
+  // zonemode=zbd: its zone resets, which the write line ("; N zone resets")
+  // and the JSON ("zone_resets") report, as fio's.
+  bool zbd = false;
+  uint64_t zone_resets = 0;
   std::vector<std::pair<std::string, std::string>> options;
 
   void merge(const JobResult& o);
