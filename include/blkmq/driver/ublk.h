@@ -16,13 +16,16 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "blkmq/device.h"
 #include "blkmq/driver/request.h"
 #include "blkmq/status.h"
+#include "blkmq/zoned.h"
 
 namespace blkmq {
 
@@ -36,8 +39,16 @@ class UblkIo {
   UblkIo(const UblkIo&) = delete;
   UblkIo& operator=(const UblkIo&) = delete;
 
-  // read, write, flush, discard or write_zeroes.
+  // read, write, flush, discard or write_zeroes; on a zoned device
+  // (UblkOptions::zoned) also zone_append and the zone management ops
+  // (UBLK_IO_OP_ZONE_*), whose offset() is the zone's start.
   ReqOp op() const { return rq_->op; }
+  // A zone append: the byte offset the target wrote its data at, set
+  // before complete() (ublksrv's zone_append_lba); the bio's sector says
+  // it when it ends. Ignored for other ops.
+  void set_zone_append_offset(uint64_t offset) {
+    if (rq_->op == ReqOp::zone_append) rq_->sector = offset >> kSectorShift;
+  }
   // Byte offset on the device and length in bytes (the range for discard
   // and write_zeroes, 0 for flush). Multiples of the logical block size.
   uint64_t offset() const { return offset_; }
@@ -125,6 +136,16 @@ class UblkTarget {
   // For tracing and tests; must not block. Only called when
   // UblkOptions::completion_hook is set (it costs a virtual call per I/O).
   virtual void completed([[maybe_unused]] UblkIo& io) {}
+  // REQUIRED for a zoned device (UblkOptions::zoned), else unused: up to
+  // `max` zones from the one holding `sector`, in 512-byte sectors, as the
+  // target's zones are now (UBLK_IO_OP_REPORT_ZONES). Called in the
+  // asker's thread (the queue's creation, Queue::report_zones, a
+  // resynchronization after a failed write), task context, while I/O may
+  // run on the server threads: thread-safe; it may sleep. The kernel's ublk
+  // sends the report through a hw queue instead. Default: EOPNOTSUPP.
+  virtual Result<std::vector<Zone>> report_zones([[maybe_unused]] uint64_t sector, [[maybe_unused]] unsigned max) {
+    return Status::error(EOPNOTSUPP, "ublk target: no zones");
+  }
 };
 
 // Device options, with ublk's defaults where it has them.
@@ -145,6 +166,16 @@ struct UblkOptions {
   uint32_t max_sectors = 2560;    // max request size in 512 B sectors (1280 KiB)
   unsigned timeout_ms = 30000;    // the target owns a request: on timeout the timer is re-armed
   bool completion_hook = false;   // call UblkTarget::completed() (see there)
+  // A host-managed zoned device (UBLK_F_ZONED with ublk_param_zoned): zone
+  // ops and appends reach the target, which reports its zones
+  // (UblkTarget::report_zones). zone_sectors: the zone size, a power of
+  // two (required when zoned); the limits are 0 for none; a native append
+  // limit of 0 has the core emulate appends with writes.
+  bool zoned = false;
+  uint32_t zone_sectors = 0;
+  unsigned max_open_zones = 0;
+  unsigned max_active_zones = 0;
+  uint32_t max_zone_append_sectors = 0;
   std::string name;               // queue name; "" = "ublkbN", lowest free N
 };
 

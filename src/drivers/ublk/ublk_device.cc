@@ -41,6 +41,13 @@ Status validate_options(const UblkOptions& o) {
     return bad("max_sectors must be in " + std::to_string(bs >> kSectorShift) +
                "..65535 (at least one block); got " + std::to_string(o.max_sectors));
   if (o.fua && !o.write_cache) return bad("fua needs write_cache (FUA only matters with a volatile cache)");
+  if (o.zoned) {
+    const uint32_t z = o.zone_sectors;
+    if (z == 0 || (z & (z - 1)) || (uint64_t{z} << kSectorShift) < bs)
+      return bad("zone_sectors must be a power of two of at least one block; got " + std::to_string(z));
+    if (o.max_zone_append_sectors > o.max_sectors)
+      return bad("max_zone_append_sectors must be at most max_sectors (" + std::to_string(o.max_sectors) + ")");
+  }
   return Status::OK();
 }
 
@@ -79,6 +86,15 @@ QueueConfig UblkDevice::queue_config() const {
   lim.fua = opts_.fua;
   lim.max_discard_sectors = opts_.discard ? (UINT32_MAX >> kSectorShift) : 0;
   lim.max_write_zeroes_sectors = opts_.discard ? (UINT32_MAX >> kSectorShift) : 0;
+  if (opts_.zoned) {
+    lim.zoned = true;
+    lim.chunk_sectors = opts_.zone_sectors;
+    lim.max_open_zones = opts_.max_open_zones;
+    lim.max_active_zones = opts_.max_active_zones;
+    lim.max_zone_append_sectors = opts_.max_zone_append_sectors;
+    UblkTarget* t = target_.get();
+    cfg.report_zones = [t](uint64_t sector, unsigned max) { return t->report_zones(sector, max); };
+  }
   cfg.queuedata = const_cast<UblkDevice*>(this);
   // ublk devices default to mq-deadline whatever their queue count; the
   // core's empty-name rule would pick none for several hw queues.

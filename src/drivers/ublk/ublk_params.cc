@@ -20,12 +20,15 @@ struct UblkParams {
   std::string filename;
   bool direct = false;  // loop: open the file with O_DIRECT
   uint64_t size = 0;  // 0: the target's own (file size, or 250 GiB)
+  uint64_t zone_size = 256ull << 20;  // zoned=1
   UblkOptions opts;
 };
 
 using drvparam::ParamValue;
 
 constexpr base::SizeRule kSizeRule = drvparam::byte_capacity(/*zero_ok=*/true);
+// Zones of whole sectors, up to chunk_sectors' 32 bits.
+constexpr base::SizeRule kZoneSizeRule{.lo = 4096, .hi = uint64_t{1} << 40, .multiple = kSectorSize};
 
 // The queue count and the block size are checked further by
 // validate_options() (against the CPU count; a power of two).
@@ -58,6 +61,16 @@ const drvparam::ParamDef<UblkParams> kParams[] = {
      [](UblkParams& p, const ParamValue& v) { return v.to_bool(&p.direct); }},
     {"pin", "0", "1: pin server thread N to CPU N",
      [](UblkParams& p, const ParamValue& v) { return v.to_bool(&p.opts.pin); }},
+    {"zoned", "0", "1: target=null serves host-managed zones (a ublk zoned target, with null_blk's zone rules)",
+     [](UblkParams& p, const ParamValue& v) { return v.to_bool(&p.opts.zoned); }},
+    {"zone_size", "256m", "zone size with zoned=1, a power of two",
+     [](UblkParams& p, const ParamValue& v) { return v.to_size(kZoneSizeRule, &p.zone_size); }, &kZoneSizeRule},
+    {"zone_max_open", "0", "open zone limit with zoned=1 (0 = none)",
+     [](UblkParams& p, const ParamValue& v) { return v.to_int(0u, 1u << 30, &p.opts.max_open_zones); }},
+    {"zone_max_active", "0", "active zone limit with zoned=1 (0 = none)",
+     [](UblkParams& p, const ParamValue& v) { return v.to_int(0u, 1u << 30, &p.opts.max_active_zones); }},
+    {"zone_append_max_sectors", "2560", "largest native zone append in sectors with zoned=1; 0 = emulated by the core",
+     [](UblkParams& p, const ParamValue& v) { return v.to_int(0u, 65535u, &p.opts.max_zone_append_sectors); }},
 };
 
 Result<std::unique_ptr<UblkTarget>> make_target(UblkParams& p) {
@@ -66,8 +79,13 @@ Result<std::unique_ptr<UblkTarget>> make_target(UblkParams& p) {
     if (p.direct) return Status::invalid("ublk: parameter 'direct' is for target=loop only");
     if (!p.size) p.size = kNullDefaultSize;
     p.opts.size = p.size;
+    if (p.opts.zoned) {
+      p.opts.zone_sectors = static_cast<uint32_t>(p.zone_size >> kSectorShift);
+      return make_zoned_null_target(&p.opts);
+    }
     return make_null_target();
   }
+  if (p.opts.zoned) return Status::invalid("ublk: zoned=1 is for target=null only");
   if (p.filename.empty()) return Status::invalid("ublk: target=loop needs parameter 'filename'");
   uint64_t file_size = 0;
   auto t = make_loop_target(p.filename, p.direct, p.opts.nr_hw_queues, p.opts.queue_depth,
@@ -91,6 +109,7 @@ Result<std::unique_ptr<Device>> create_from_params(const ParamMap& params) {
   if (Status st = validate_options([&] {
         UblkOptions o = p.opts;
         o.size = o.logical_block_size;  // the size is checked once the target set it
+        o.zoned = false;                // and the zones once it made them
         return o;
       }());
       !st)

@@ -12,6 +12,11 @@ namespace blkmq::ublkd {
 // "null": completes every I/O at once from the server thread, moving no data
 // (ublksrv's null target).
 std::unique_ptr<UblkTarget> make_null_target();
+// "null" with zoned=1: host-managed zones of opts->zone_sectors over
+// opts->size, with null_blk's rules and no data (a ublk zoned target:
+// appends, zone management and reports). Applies null_blk's clamps of the
+// open and active limits to *opts.
+Result<std::unique_ptr<UblkTarget>> make_zoned_null_target(UblkOptions* opts);
 
 // "loop": a file through io_uring (ublksrv's loop target). Each server
 // thread owns a ring; reads and writes go out as readv/writev (FUA writes
