@@ -7,6 +7,7 @@
 
 #include "blkmq/ioctx.h"
 #include "blkmq/status.h"
+#include "blkmq/zoned.h"
 
 namespace blkmq {
 
@@ -37,6 +38,26 @@ constexpr bool op_has_data(ReqOp op) {
 }
 // Reset, reset-all, open, close and finish: REQ_OP_ZONE_* but append.
 constexpr bool op_is_zone_mgmt(ReqOp op) { return op >= ReqOp::zone_reset && op <= ReqOp::zone_finish; }
+// A zone command's request op, and back (for a zone management op; any
+// other maps to reset). For drivers and callers of zone commands; pure.
+constexpr ReqOp zone_req_op(ZoneOp op) {
+  switch (op) {
+    case ZoneOp::reset_all: return ReqOp::zone_reset_all;
+    case ZoneOp::open: return ReqOp::zone_open;
+    case ZoneOp::close: return ReqOp::zone_close;
+    case ZoneOp::finish: return ReqOp::zone_finish;
+    default: return ReqOp::zone_reset;
+  }
+}
+constexpr ZoneOp zone_op_of(ReqOp op) {
+  switch (op) {
+    case ReqOp::zone_reset_all: return ZoneOp::reset_all;
+    case ReqOp::zone_open: return ZoneOp::open;
+    case ReqOp::zone_close: return ZoneOp::close;
+    case ReqOp::zone_finish: return ZoneOp::finish;
+    default: return ZoneOp::reset;
+  }
+}
 
 // Bio flags (REQ_* analogues).
 enum BioFlag : uint32_t {

@@ -95,10 +95,8 @@ Result<std::vector<Zone>> Queue::report_zones(uint64_t sector, unsigned max) con
 }
 
 BlkStatus Queue::zone_mgmt_sync(ZoneOp op, uint64_t sector) {
-  static constexpr ReqOp kOps[] = {ReqOp::zone_reset, ReqOp::zone_reset_all, ReqOp::zone_open,
-                                   ReqOp::zone_close, ReqOp::zone_finish};
   Bio bio;
-  bio.op = kOps[static_cast<unsigned>(op)];
+  bio.op = zone_req_op(op);
   bio.sector = sector;
   return submit_bio_wait(this, &bio);
 }

@@ -373,7 +373,7 @@ TEST(ZonedNull, AFailedWriteAbortsThePlugUntilAReport) {
 
 // Writes waiting in a plug hold no tag: reads keep the device's depth.
 TEST(ZonedNull, PluggedWritesHoldNoTag) {
-  auto dev = make(zoned_params({{"irqmode", "2"}, {"completion_nsec", "5000000"}, {"hw_queue_depth", "4"},
+  auto dev = make(zoned_params({{"irqmode", "2"}, {"completion_nsec", "50000000"}, {"hw_queue_depth", "4"},
                                 {"attr:queue/scheduler", "none"}}));
   ASSERT_TRUE(dev);
   Queue& q = dev->queue();
@@ -384,7 +384,8 @@ TEST(ZonedNull, PluggedWritesHoldNoTag) {
     q.submit_bio(&slots[i].bio);
   }
   // One write is a request, the rest wait in the plug as bios: the plug
-  // is held, and one write is in flight (each takes 5 ms at the device).
+  // is held, and one write is in flight (each takes 50 ms at the device,
+  // ample time to look on a loaded machine).
   const std::string l = attr(q, "zone_wplugs");
   EXPECT_EQ(l.substr(0, 6), "9 0x1 ") << l;
   unsigned long long in_reads = 0, in_writes = 0;

@@ -82,7 +82,9 @@ TEST(UblkZoned, WritesAppendsAndZoneCommandsReachTheTarget) {
     EXPECT_EQ(q.zone_mgmt_sync(ZoneOp::open, 2 * kZoneSectors), BlkStatus::ok);
     EXPECT_EQ(q.report_zones(2 * kZoneSectors, 1)->front().cond, ZoneCond::exp_open);
     EXPECT_EQ(q.zone_mgmt_sync(ZoneOp::reset_all, 0), BlkStatus::ok);
-    for (const Zone& zz : *q.report_zones(0, 16)) EXPECT_EQ(zz.cond, ZoneCond::empty);
+    auto all = q.report_zones(0, 16);  // held: a range-for over *temporary would outlive it
+    ASSERT_TRUE(all);
+    for (const Zone& zz : *all) EXPECT_EQ(zz.cond, ZoneCond::empty);
   }
 }
 

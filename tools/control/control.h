@@ -33,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "blkmq/blkmq.h"
 #include "nbd/unix_listener.h"
 
@@ -89,6 +91,10 @@ class Client {
   // Sends one request object's text; the answer's text, or an error if
   // the connection failed.
   blkmq::Result<std::string> call(const std::string& request);
+  // One request object's answer object, parsed; {"ok":false,"error":...}
+  // when the connection failed or the answer was not a JSON object, so a
+  // caller reads "ok" and then "error" or the answer's fields.
+  nlohmann::json request(const nlohmann::json& req);
 
  private:
   int fd_ = -1;

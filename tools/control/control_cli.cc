@@ -52,14 +52,6 @@ bool parse(int argc, char** argv, const char* usage, std::string* path, std::vec
   return !path->empty();
 }
 
-// One request's answer object; ok false with the error if the call failed.
-json call(Client& c, const json& req) {
-  blkmq::Result<std::string> r = c.call(req.dump());
-  if (!r) return json{{"ok", false}, {"error", r.status().message()}};
-  json a = json::parse(*r, nullptr, false);
-  if (a.is_discarded() || !a.is_object()) return json{{"ok", false}, {"error", "malformed answer: " + *r}};
-  return a;
-}
 
 std::string one_line(std::string v) {
   while (!v.empty() && v.back() == '\n') v.pop_back();
@@ -69,10 +61,10 @@ std::string one_line(std::string v) {
 }
 
 int attr_list(Client& c, const std::string& dev) {
-  json a = call(c, {{"op", "attrs"}, {"dev", dev}});
+  json a = c.request({{"op", "attrs"}, {"dev", dev}});
   if (!a["ok"].get<bool>()) return fail("attr", a["error"].get<std::string>());
   for (const auto& name : a["attrs"]) {
-    json v = call(c, {{"op", "get"}, {"dev", dev}, {"attr", name}});
+    json v = c.request({{"op", "get"}, {"dev", dev}, {"attr", name}});
     if (v["ok"].get<bool>())
       std::printf("%s: %s\n", name.get<std::string>().c_str(), one_line(v["value"].get<std::string>()).c_str());
   }
@@ -103,7 +95,7 @@ int attr_main(int argc, char** argv) {
   std::unique_ptr<Client> c = connect_from_args(argc, argv, "attr", kAttrUsage, &w, &path);
   if (!c) return 1;
   if (w.empty()) {
-    json a = call(*c, {{"op", "list"}});
+    json a = c->request({{"op", "list"}});
     if (!a["ok"].get<bool>()) return fail("attr", a["error"].get<std::string>());
     for (const auto& d : a["devices"]) std::printf("%s\n", d.get<std::string>().c_str());
     return 0;
@@ -113,7 +105,7 @@ int attr_main(int argc, char** argv) {
   json req = eq == std::string::npos
                  ? json{{"op", "get"}, {"dev", w[0]}, {"attr", w[1]}}
                  : json{{"op", "set"}, {"dev", w[0]}, {"attr", w[1].substr(0, eq)}, {"value", w[1].substr(eq + 1)}};
-  json a = call(*c, req);
+  json a = c->request(req);
   if (!a["ok"].get<bool>()) return fail("attr", a["error"].get<std::string>());
   if (eq == std::string::npos) std::printf("%s\n", one_line(a["value"].get<std::string>()).c_str());
   // A write that stopped a lossy trace: the process's warning (its drops).
@@ -130,7 +122,7 @@ struct StatSample {
 };
 
 bool sample(Client& c, const std::string& dev, StatSample* s) {
-  json a = call(c, {{"op", "get"}, {"dev", dev}, {"attr", "stat"}});
+  json a = c.request({{"op", "get"}, {"dev", dev}, {"attr", "stat"}});
   if (!a["ok"].get<bool>()) return false;
   std::istringstream in(a["value"].get<std::string>());
   double f[11] = {};
@@ -159,13 +151,13 @@ struct GroupSample {
 // printed on the device's line) is left out.
 std::map<std::string, GroupSample> group_samples(Client& c, const std::string& dev) {
   std::map<std::string, GroupSample> out;
-  json names = call(c, {{"op", "attrs"}, {"dev", dev}});
+  json names = c.request({{"op", "attrs"}, {"dev", dev}});
   if (!names["ok"].get<bool>()) return out;
   constexpr std::string_view kPre = "cgroup/", kSuf = "/io.stat";
   for (const auto& n : names["attrs"]) {
     const std::string a = n.get<std::string>();
     if (a.size() <= kPre.size() + kSuf.size() || a.rfind(kPre, 0) != 0 || !a.ends_with(kSuf)) continue;
-    json v = call(c, {{"op", "get"}, {"dev", dev}, {"attr", a}});
+    json v = c.request({{"op", "get"}, {"dev", dev}, {"attr", a}});
     if (!v["ok"].get<bool>()) continue;  // removed meanwhile
     std::istringstream in(v["value"].get<std::string>());
     GroupSample g;
@@ -214,7 +206,7 @@ int stat_main(int argc, char** argv) {
   auto count_or = blkmq::base::parse_uint("COUNT", w.size() < 2 ? "1" : w[1], 1, INT64_MAX);
   if (!count_or) return fail("stat", count_or.status().message());
   const long count = w.size() < 2 ? -1 : static_cast<long>(*count_or);
-  json l = call(*c, {{"op", "list"}});
+  json l = c->request({{"op", "list"}});
   if (!l["ok"].get<bool>()) return fail("stat", l["error"].get<std::string>());
   std::vector<std::string> devs = l["devices"].get<std::vector<std::string>>();
   std::vector<StatSample> prev(devs.size());

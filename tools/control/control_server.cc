@@ -301,6 +301,14 @@ std::string Server::handle(const std::string& line) const {
   return answer.dump();
 }
 
+json Client::request(const json& req) {
+  blkmq::Result<std::string> r = call(req.dump());
+  if (!r) return json{{"ok", false}, {"error", r.status().message()}};
+  json a = json::parse(*r, nullptr, false);
+  if (a.is_discarded() || !a.is_object()) return json{{"ok", false}, {"error", "malformed answer: " + *r}};
+  return a;
+}
+
 blkmq::Result<std::unique_ptr<Client>> Client::connect(const std::string& path) {
   auto addr = address(path);
   if (!addr) return addr.status();

@@ -104,13 +104,6 @@ blkmq::Status parse_args(int argc, char** argv, Args* out) {
   return blkmq::Status::OK();
 }
 
-json call(Client& c, const json& req) {
-  blkmq::Result<std::string> r = c.call(req.dump());
-  if (!r) return json{{"ok", false}, {"error", r.status().message()}};
-  json a = json::parse(*r, nullptr, false);
-  if (a.is_discarded() || !a.is_object()) return json{{"ok", false}, {"error", "malformed answer: " + *r}};
-  return a;
-}
 
 // blkzone report's line (util-linux 2.36 and later, with the capacity).
 void print_zone(const json& z) {
@@ -125,7 +118,7 @@ void print_zone(const json& z) {
 // The device's zone size and count, from its attributes.
 blkmq::Status geometry(Client& c, const std::string& dev, uint64_t* zone_sectors, uint64_t* nr_zones) {
   for (auto [attr, out] : {std::pair{"queue/chunk_sectors", zone_sectors}, std::pair{"queue/nr_zones", nr_zones}}) {
-    json a = call(c, {{"op", "get"}, {"dev", dev}, {"attr", attr}});
+    json a = c.request({{"op", "get"}, {"dev", dev}, {"attr", attr}});
     if (!a["ok"].get<bool>()) return blkmq::Status::invalid(a["error"].get<std::string>());
     *out = std::strtoull(a["value"].get<std::string>().c_str(), nullptr, 10);
   }
@@ -149,7 +142,7 @@ int zone_main(int argc, char** argv) {
   if (args.count) count = std::min(args.count, count);
   if (args.length) count = std::min((args.length + zone_sectors - 1) / zone_sectors, count);
   if (args.command == "report") {
-    json a = call(**c, {{"op", "report"}, {"dev", args.dev}, {"sector", args.offset}, {"count", count}});
+    json a = (*c)->request({{"op", "report"}, {"dev", args.dev}, {"sector", args.offset}, {"count", count}});
     if (!a["ok"].get<bool>()) return fail(a["error"].get<std::string>());
     for (const json& z : a["zones"]) print_zone(z);
     return 0;
@@ -159,7 +152,7 @@ int zone_main(int argc, char** argv) {
   if (args.offset % zone_sectors)
     return fail("offset " + std::to_string(args.offset) + " is not aligned to the zone size " +
                 std::to_string(zone_sectors));
-  json a = call(**c, {{"op", "zone"}, {"dev", args.dev}, {"action", args.command}, {"sector", args.offset},
+  json a = (*c)->request({{"op", "zone"}, {"dev", args.dev}, {"action", args.command}, {"sector", args.offset},
                       {"count", count}});
   if (!a["ok"].get<bool>()) return fail(a["error"].get<std::string>());
   return 0;

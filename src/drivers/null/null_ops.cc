@@ -51,15 +51,6 @@ void zero_from(Request* rq, uint64_t from) {
   });
 }
 
-ZoneOp zone_op_of(ReqOp op) {
-  switch (op) {
-    case ReqOp::zone_reset_all: return ZoneOp::reset_all;
-    case ReqOp::zone_open: return ZoneOp::open;
-    case ReqOp::zone_close: return ZoneOp::close;
-    case ReqOp::zone_finish: return ZoneOp::finish;
-    default: return ZoneOp::reset;
-  }
-}
 
 // null_process_zoned_cmd: reads, writes, appends and zone management go by
 // the zone table's rules, the data (if memory-backed) moving under the

@@ -14,15 +14,6 @@ class NullTarget final : public UblkTarget {
   void handle(UblkIo& io) override { io.complete(BlkStatus::ok); }
 };
 
-ZoneOp zone_op_of(ReqOp op) {
-  switch (op) {
-    case ReqOp::zone_reset_all: return ZoneOp::reset_all;
-    case ReqOp::zone_open: return ZoneOp::open;
-    case ReqOp::zone_close: return ZoneOp::close;
-    case ReqOp::zone_finish: return ZoneOp::finish;
-    default: return ZoneOp::reset;
-  }
-}
 
 class ZonedNullTarget final : public UblkTarget {
  public:
