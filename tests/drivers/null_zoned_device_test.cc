@@ -397,6 +397,53 @@ TEST(ZonedNull, PluggedWritesHoldNoTag) {
   EXPECT_EQ(w.errors(), 0);
 }
 
+// null_blk's configfs fault injection through the queue: a zone made
+// read-only takes no writes and reads on; one made offline takes neither;
+// asked again, each comes back empty.
+TEST(ZonedNull, ReadOnlyAndOfflineZonesThroughTheDevice) {
+  auto dev = make(zoned_params());
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  ASSERT_EQ(write_at(q, 3 * kZoneBytes, 4096, 1), BlkStatus::ok);
+  ASSERT_TRUE(q.set_attr("device/zone_readonly", std::to_string(3 * kZoneSectors)));
+  Zone z = zone_at(q, 3 * kZoneSectors);
+  EXPECT_EQ(z.cond, ZoneCond::readonly);
+  EXPECT_EQ(z.wp, kZoneInvalidWp);
+  std::vector<unsigned char> buf(4096);
+  EXPECT_EQ(q.read_sync(buf.data(), 3 * kZoneBytes, 4096), BlkStatus::ok);
+  EXPECT_EQ(write_at(q, 3 * kZoneBytes, 4096, 2), BlkStatus::ioerr);
+  ASSERT_TRUE(q.set_attr("device/zone_offline", std::to_string(4 * kZoneSectors)));
+  EXPECT_EQ(zone_at(q, 4 * kZoneSectors).cond, ZoneCond::offline);
+  EXPECT_EQ(q.read_sync(buf.data(), 4 * kZoneBytes, 4096), BlkStatus::ioerr);
+  EXPECT_EQ(write_at(q, 4 * kZoneBytes, 4096, 3), BlkStatus::ioerr);
+  // Asked again: empty, and writable from its start once reported.
+  ASSERT_TRUE(q.set_attr("device/zone_offline", std::to_string(4 * kZoneSectors)));
+  EXPECT_EQ(zone_at(q, 4 * kZoneSectors).cond, ZoneCond::empty);
+  EXPECT_EQ(write_at(q, 4 * kZoneBytes, 4096, 4), BlkStatus::ok);
+  // Refusals: a sector past the end, not a number.
+  EXPECT_FALSE(q.set_attr("device/zone_readonly", std::to_string(256 * kZoneSectors)));
+  EXPECT_FALSE(q.set_attr("device/zone_readonly", "zone three"));
+}
+
+// zone_capacity: a zone takes writes up to its capacity and is then full;
+// zone_full: the sequential zones start full and take writes after a reset.
+TEST(ZonedNull, CapacityAndZonesStartingFull) {
+  auto dev = make(zoned_params({{"zone_capacity", "1"}}));
+  ASSERT_TRUE(dev);
+  Queue& q = dev->queue();
+  ASSERT_EQ(write_at(q, 2 * kZoneBytes, 1u << 20, 1), BlkStatus::ok);
+  EXPECT_EQ(zone_at(q, 2 * kZoneSectors).cond, ZoneCond::full);
+  EXPECT_EQ(write_at(q, 2 * kZoneBytes + (1u << 20), 4096, 2), BlkStatus::ioerr);
+  auto full = make(zoned_params({{"zone_full", "1"}, {"zone_nr_conv", "1"}}));
+  ASSERT_TRUE(full);
+  Queue& f = full->queue();
+  EXPECT_EQ(zone_at(f, 0).cond, ZoneCond::not_wp);
+  EXPECT_EQ(zone_at(f, kZoneSectors).cond, ZoneCond::full);
+  EXPECT_EQ(write_at(f, kZoneBytes, 4096, 1), BlkStatus::ioerr);
+  EXPECT_EQ(f.zone_mgmt_sync(ZoneOp::reset, kZoneSectors), BlkStatus::ok);
+  EXPECT_EQ(write_at(f, kZoneBytes, 4096, 1), BlkStatus::ok);
+}
+
 // zbd/012: writes plugged in their zones while requests are requeued, the
 // queue is frozen and its scheduler switched under them (a hang in the
 // kernel's 6.10..6.12 plugging). Bounded by a watchdog.
