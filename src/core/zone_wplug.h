@@ -106,6 +106,7 @@ class ZoneWplugs {
   void set_wp_offset(ZoneWplug* p, uint64_t wp, Bio** aborted);
   void abort_bios(ZoneWplug* p, Bio** aborted);
   void unplug(ZoneWplug* p);
+  bool plug_write(Bio* bio);
   bool handle_reset_or_finish(Bio* bio);
   void handle_native_append(Bio* bio);
   // Outside mu_: ends what abort_bios collected, dropping their references.
