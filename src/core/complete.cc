@@ -201,7 +201,9 @@ bool update_request(Request* rq, BlkStatus st, uint32_t bytes) {
 // Before its bios end: a native append's bio takes the sector the driver
 // wrote it at (rq->sector, blk_zone_update_request_bio), and the plug a
 // write holds moves on.
-[[gnu::noinline]] void zoned_end_request(Request* rq, BlkStatus st) {
+// Inline: under an unlikely branch of end_request, and a call of its own
+// cost a tenth of the plug's work.
+[[gnu::always_inline]] inline void zoned_end_request(Request* rq, BlkStatus st) {
   if (rq->rq_flags & kRqfZoneAppend) {
     if (st == BlkStatus::ok)
       for (Bio* b = rq->bio; b; b = b->bi_next) b->sector = rq->sector;

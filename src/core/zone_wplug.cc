@@ -260,7 +260,8 @@ void ZoneWplugs::handle_native_append(Bio* bio) {
   fail_aborted(aborted);
 }
 
-bool ZoneWplugs::plug_bio(Bio* bio) {
+// Appends, resets, finishes and reset-all (writes take plug_write).
+bool ZoneWplugs::plug_other(Bio* bio) {
   switch (bio->op) {
     case ReqOp::zone_reset:
     case ReqOp::zone_finish:

@@ -65,7 +65,7 @@ class ZoneWplugs {
   // own reference. False: go on and issue it; a write then holds its
   // zone's plug (kZwpPlugging), and its sector may have changed (an
   // emulated append). Task context; takes the plugs' lock.
-  bool plug_bio(Bio* bio);
+  bool plug_bio(Bio* bio) { return bio->op == ReqOp::write ? plug_write(bio) : plug_other(bio); }
   // A bio that holds a plug merged at the back of a request that holds it
   // too (blk_zone_write_plug_bio_merged): the write pointer moves past it.
   void bio_merged(Bio* bio);
@@ -107,6 +107,7 @@ class ZoneWplugs {
   void abort_bios(ZoneWplug* p, Bio** aborted);
   void unplug(ZoneWplug* p);
   bool plug_write(Bio* bio);
+  bool plug_other(Bio* bio);
   bool handle_reset_or_finish(Bio* bio);
   void handle_native_append(Bio* bio);
   // Outside mu_: ends what abort_bios collected, dropping their references.
