@@ -77,6 +77,7 @@ class Job {
   void run_phase(Phase ph);
   void reset_generators();
   void submit_batch(unsigned n);
+  void submit_batch_zbd(unsigned n);
   void submit_units(unsigned n);
   // What prep() made of the next unit: ready, or (zonemode=zbd) its zone
   // must be reset first, or no zone can take it and the job is done.
