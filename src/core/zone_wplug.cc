@@ -16,17 +16,33 @@ constexpr unsigned kDefaultPool = 128;
 // Zones asked for per report while the queue learns them.
 constexpr unsigned kReportBatch = 1024;
 
-// The kernel's flag values, as debugfs zone_wplugs prints them.
+// A plug's state word. The first two are the kernel's flags, with its
+// values, as debugfs zone_wplugs prints them; the others are this
+// implementation's.
 enum : uint32_t {
   kWplugPlugged = 1u << 0,       // a write holds the plug (in flight, or its work queued)
   kWplugNeedWpUpdate = 1u << 1,  // a write failed: the pointer is unknown
+  kWplugWaiters = 1u << 4,       // bios wait in the plug (head != nullptr)
+  kWplugDead = 1u << 5,          // in the pool, in no zone
+  kWplugKernelFlags = kWplugPlugged | kWplugNeedWpUpdate,
 };
 
+// The state changes by atomic operations only. A write to an idle plug
+// (state 0) takes it with one compare-and-swap, and its completion gives it
+// back with another, with no lock (the common case on a zone being
+// written). Every other change is made under the plugs' lock, and still
+// atomically, since those two do not take it. A plug is never freed while
+// the queue lives, only pooled (dead) and reused: a submitter that found a
+// plug in the table and then took it checks that it is still its zone's.
 struct ZoneWplug {
   ListNode node;  // in the free list
-  unsigned zone_no = 0;
-  uint32_t flags = 0;
-  uint64_t wp_offset = 0;  // sectors from the zone's start
+  std::atomic<unsigned> zone_no{0};
+  std::atomic<uint32_t> state{kWplugDead};
+  // Sectors from the zone's start. Moved by the holder, or under the lock
+  // by a reset, a finish or a report (a reset racing a write to its zone
+  // may leave it wrong; the device then fails the write, which marks the
+  // plug for a report, as any failed write does).
+  std::atomic<uint64_t> wp_offset{0};
   Bio* head = nullptr;     // plugged bios, in submission order (bi_next)
   Bio* tail = nullptr;
   unsigned nr_bios = 0;
@@ -119,7 +135,7 @@ Status ZoneWplugs::learn_zones(unsigned* max_open) {
   if (!pool) pool = kDefaultPool;
   pool = std::max(1u, std::min(pool, nr_seq));
   if (!l.max_open_zones && !l.max_active_zones && nr_seq > kDefaultPool) *max_open = kDefaultPool;
-  table_.assign(nr_zones_, nullptr);
+  table_ = std::vector<std::atomic<ZoneWplug*>>(nr_zones_);
   for (unsigned i = 0; i < pool; i++) {
     store_.push_back(std::make_unique<ZoneWplug>());
     free_.push_back(&store_.back()->node);
@@ -129,11 +145,18 @@ Status ZoneWplugs::learn_zones(unsigned* max_open) {
   return Status::OK();
 }
 
-ZoneWplug* ZoneWplugs::lookup(unsigned zno) const { return zno < nr_zones_ ? table_[zno] : nullptr; }
+ZoneWplug* ZoneWplugs::lookup(unsigned zno) const {
+  return zno < nr_zones_ ? table_[zno].load(std::memory_order_relaxed) : nullptr;
+}
 
-void ZoneWplugs::release(ZoneWplug* p) {
-  table_[p->zone_no] = nullptr;
+// To the pool, if it is idle: the compare-and-swap fails if a submitter
+// took it without the lock meanwhile. With mu_ held.
+bool ZoneWplugs::release(ZoneWplug* p) {
+  uint32_t idle = 0;
+  if (!p->state.compare_exchange_strong(idle, kWplugDead, std::memory_order_acq_rel)) return false;
+  table_[p->zone_no.load(std::memory_order_relaxed)].store(nullptr, std::memory_order_relaxed);
   free_.push_back(&p->node);
+  return true;
 }
 
 // A plug from the pool, or a new one when the pool is empty (the kernel's
@@ -148,34 +171,39 @@ ZoneWplug* ZoneWplugs::get_or_alloc(unsigned zno, uint64_t wp_offset) {
     store_.push_back(std::make_unique<ZoneWplug>());
     p = store_.back().get();
   }
-  p->zone_no = zno;
-  p->flags = 0;
-  p->wp_offset = wp_offset;
+  p->zone_no.store(zno, std::memory_order_relaxed);
+  p->wp_offset.store(wp_offset, std::memory_order_relaxed);
   p->head = p->tail = nullptr;
   p->nr_bios = 0;
   if (!p->owner) {
     p->owner = this;
     p->work.init(q_->rt_, work_fn, p);
   }
-  table_[zno] = p;
+  // Release: a submitter that takes the plug from the table without the
+  // lock (acquire) sees its zone and pointer.
+  p->state.store(0, std::memory_order_release);
+  table_[zno].store(p, std::memory_order_release);
   return p;
 }
 
 // disk_should_remove_zone_wplug: nothing holds it, nothing waits in it,
 // the pointer is known, and the zone is empty or full.
 void ZoneWplugs::remove_if_done(ZoneWplug* p) {
-  if ((p->flags & (kWplugPlugged | kWplugNeedWpUpdate)) || p->head) return;
-  if (p->wp_offset != 0 && p->wp_offset < capacity_of(p->zone_no)) return;
+  if (p->state.load(std::memory_order_relaxed) != 0 || p->head) return;
+  const uint64_t wp = p->wp_offset.load(std::memory_order_relaxed);
+  if (wp != 0 && wp < capacity_of(p->zone_no.load(std::memory_order_relaxed))) return;
   release(p);
 }
 
 // blk_zone_wplug_prepare_bio: a write must start at the pointer of a zone
 // that is not full and whose pointer is known; an append is sent as a
 // write there. The pointer moves past it.
-bool ZoneWplugs::prepare(ZoneWplug* p, Bio* bio) {
-  if (p->flags & kWplugNeedWpUpdate) return false;
-  if (p->wp_offset >= capacity_of(p->zone_no)) return false;
-  const uint64_t wp = zone_start(p->zone_no) + p->wp_offset;
+inline bool ZoneWplugs::prepare(ZoneWplug* p, Bio* bio) {
+  if (p->state.load(std::memory_order_relaxed) & kWplugNeedWpUpdate) return false;
+  const unsigned zno = p->zone_no.load(std::memory_order_relaxed);
+  const uint64_t off = p->wp_offset.load(std::memory_order_relaxed);
+  if (off >= capacity_of(zno)) return false;
+  const uint64_t wp = zone_start(zno) + off;
   if (bio->op == ReqOp::zone_append) {
     bio->sector = wp;
     bio->op = ReqOp::write;
@@ -185,7 +213,7 @@ bool ZoneWplugs::prepare(ZoneWplug* p, Bio* bio) {
   } else if (bio->sector != wp) {
     return false;
   }
-  p->wp_offset += bio->size >> kSectorShift;
+  p->wp_offset.store(off + (bio->size >> kSectorShift), std::memory_order_relaxed);
   bio->zwp_flags |= kZwpPlugging;
   return true;
 }
@@ -196,11 +224,12 @@ void ZoneWplugs::abort_bios(ZoneWplug* p, Bio** aborted) {
   *aborted = p->head;
   p->head = p->tail = nullptr;
   p->nr_bios = 0;
+  p->state.fetch_and(~kWplugWaiters, std::memory_order_relaxed);
 }
 
 void ZoneWplugs::set_wp_offset(ZoneWplug* p, uint64_t wp, Bio** aborted) {
-  p->flags &= ~kWplugNeedWpUpdate;
-  p->wp_offset = wp;
+  p->state.fetch_and(~kWplugNeedWpUpdate, std::memory_order_relaxed);
+  p->wp_offset.store(wp, std::memory_order_relaxed);
   abort_bios(p, aborted);
   remove_if_done(p);
 }
@@ -221,7 +250,7 @@ void ZoneWplugs::unplug(ZoneWplug* p) {
     kblockd_queue_work(&p->work, kWorkCpuUnbound);
     return;
   }
-  p->flags &= ~kWplugPlugged;
+  p->state.fetch_and(~(kWplugPlugged | kWplugWaiters), std::memory_order_release);
   remove_if_done(p);
 }
 
@@ -254,8 +283,8 @@ void ZoneWplugs::handle_native_append(Bio* bio) {
     ZoneWplug* p = lookup(zone_of(bio->sector, zone_shift_));
     if (!p) return;
     abort_bios(p, &aborted);
-    if (p->flags & kWplugPlugged) p->flags |= kWplugNeedWpUpdate;
-    else release(p);
+    // Held, or taken without the lock just now: marked instead.
+    if (!release(p)) p->state.fetch_or(kWplugNeedWpUpdate, std::memory_order_relaxed);
   }
   fail_aborted(aborted);
 }
@@ -270,8 +299,8 @@ bool ZoneWplugs::plug_other(Bio* bio) {
       Bio* aborted = nullptr;
       {
         std::lock_guard<base::SpinLock> lk(mu_);
-        for (ZoneWplug* p : table_)
-          if (p) set_wp_offset(p, 0, &aborted);
+        for (unsigned z = 0; z < nr_zones_; z++)
+          if (ZoneWplug* p = lookup(z)) set_wp_offset(p, 0, &aborted);
       }
       fail_aborted(aborted);
       return false;
@@ -290,8 +319,8 @@ bool ZoneWplugs::plug_other(Bio* bio) {
   return plug_write(bio);
 }
 
-// Every write to a zoned queue comes here: kept to one table load and one
-// short locked section when the zone's plug is free.
+// Every write to a zoned queue comes here. The common case, a zone whose
+// plug exists and is idle, takes it with one compare-and-swap and no lock.
 bool ZoneWplugs::plug_write(Bio* bio) {
   const unsigned zno = zone_of(bio->sector, zone_shift_);
   if (conv_[zno / 64] >> (zno % 64) & 1) {
@@ -299,31 +328,52 @@ bool ZoneWplugs::plug_write(Bio* bio) {
     fail_now(bio);
     return true;
   }
+  ZoneWplug* p = table_[zno].load(std::memory_order_acquire);
+  uint32_t idle = 0;
+  if (!p || !p->state.compare_exchange_strong(idle, kWplugPlugged, std::memory_order_acquire)) [[unlikely]]
+    return plug_write_locked(bio, zno, nullptr);
+  if (p->zone_no.load(std::memory_order_relaxed) != zno || !prepare(p, bio)) [[unlikely]]
+    return plug_write_locked(bio, zno, p);
+  return false;
+}
+
+// With the lock: a zone without a plug, a plug held by another write (the
+// bio waits in it), or a write to refuse. `taken`: a plug the fast path
+// took and must give back first (pooled and reused for another zone since
+// the table said so, or one that refused the write). Tail-called, so the
+// fast path saves no registers for it.
+bool ZoneWplugs::plug_write_locked(Bio* bio, unsigned zno, ZoneWplug* taken) {
   mu_.lock();
-  ZoneWplug* p = table_[zno];
+  if (taken) unplug(taken);
+  ZoneWplug* p = lookup(zno);
   // A zone with no plug is empty or full (or never seen written): the
   // first write tells where its pointer is, as the kernel trusts it.
-  if (!p) [[unlikely]]
-    p = get_or_alloc(zno, bio->op == ReqOp::zone_append ? 0 : bio->sector - zone_start(zno));
-  if (p->flags & kWplugPlugged) {
-    // It waits in the plug, issued later from kblockd, which may sleep.
-    bio->flags &= ~kBioNowait;
-    bio->bi_next = nullptr;
-    if (p->tail) p->tail->bi_next = bio;
-    else p->head = bio;
-    p->tail = bio;
-    p->nr_bios++;
-    q_->enter_many(1, base::this_cpu());
-    mu_.unlock();
-    return true;
+  if (!p) p = get_or_alloc(zno, bio->op == ReqOp::zone_append ? 0 : bio->sector - zone_start(zno));
+  uint32_t s = p->state.load(std::memory_order_acquire);
+  for (;;) {
+    if (s & kWplugPlugged) {
+      // Marked before the holder's completion can give the plug back
+      // without the lock; if it did meanwhile, the bio takes the plug.
+      if (!p->state.compare_exchange_weak(s, s | kWplugWaiters, std::memory_order_acq_rel)) continue;
+      // It waits in the plug, issued later from kblockd, which may sleep.
+      bio->flags &= ~kBioNowait;
+      bio->bi_next = nullptr;
+      if (p->tail) p->tail->bi_next = bio;
+      else p->head = bio;
+      p->tail = bio;
+      p->nr_bios++;
+      q_->enter_many(1, base::this_cpu());
+      mu_.unlock();
+      return true;
+    }
+    if (p->state.compare_exchange_weak(s, s | kWplugPlugged, std::memory_order_acq_rel)) break;
   }
-  if (!prepare(p, bio)) [[unlikely]] {
-    remove_if_done(p);
+  if (!prepare(p, bio)) {
+    unplug(p);
     mu_.unlock();
     fail_now(bio);
     return true;
   }
-  p->flags |= kWplugPlugged;
   mu_.unlock();
   return false;
 }
@@ -332,7 +382,7 @@ void ZoneWplugs::bio_merged(Bio* bio) {
   std::lock_guard<base::SpinLock> lk(mu_);
   ZoneWplug* p = lookup(zone_of(bio->sector, zone_shift_));
   if (!p) return;  // cannot be: the request it merged into holds the plug
-  p->wp_offset += bio->size >> kSectorShift;
+  p->wp_offset.fetch_add(bio->size >> kSectorShift, std::memory_order_relaxed);
   bio->zwp_flags |= kZwpPlugging;
 }
 
@@ -351,11 +401,14 @@ void ZoneWplugs::init_request(Request* rq) {
       break;
     }
     p->head = rest;
-    if (!rest) p->tail = nullptr;
+    if (!rest) {
+      p->tail = nullptr;
+      p->state.fetch_and(~kWplugWaiters, std::memory_order_relaxed);
+    }
     p->nr_bios--;
     // prepare cannot fail: the bio is at the pointer (rq's end) of a zone
     // rq is still writing.
-    p->wp_offset += bio->size >> kSectorShift;
+    p->wp_offset.fetch_add(bio->size >> kSectorShift, std::memory_order_relaxed);
     bio->zwp_flags |= kZwpPlugging;
     q_->exit_ref();  // rq's reference serves it now
   }
@@ -363,29 +416,40 @@ void ZoneWplugs::init_request(Request* rq) {
 
 void ZoneWplugs::end_request(Request* rq, BlkStatus st) {
   const unsigned zno = zone_of(rq->sector, zone_shift_);
-  mu_.lock();
-  ZoneWplug* p = table_[zno];
-  if (!p) [[unlikely]] {  // cannot be: rq holds the plug
-    mu_.unlock();
+  ZoneWplug* p = table_[zno].load(std::memory_order_acquire);  // rq holds it: in the table
+  // The common end: it went well and nothing waits. The plug is given back
+  // with no lock (release: the next holder sees the pointer this write
+  // moved), and pooled if its zone is now empty or full. The rest is
+  // tail-called, so this path saves no registers.
+  uint32_t held = kWplugPlugged;
+  if (st != BlkStatus::ok || !p->state.compare_exchange_strong(held, 0, std::memory_order_release)) [[unlikely]]
+    return end_request_locked(p, st);
+  const uint64_t wp = p->wp_offset.load(std::memory_order_relaxed);
+  if (wp != 0 && wp < capacity_of(zno)) [[likely]]
     return;
-  }
-  // The common end: it went well and nothing waits; the plug is free, and
-  // goes back to the pool if its zone is now empty or full.
-  if (st == BlkStatus::ok && !p->head) [[likely]] {
-    p->flags &= ~kWplugPlugged;
-    if ((p->wp_offset == 0 || p->wp_offset >= capacity_of(zno)) && !(p->flags & kWplugNeedWpUpdate)) release(p);
-    mu_.unlock();
-    return;
-  }
+  return pool_if_done(p, zno);
+}
+
+// A zone that ended empty or full: its plug to the pool, unless another
+// write took it meanwhile.
+void ZoneWplugs::pool_if_done(ZoneWplug* p, unsigned zno) {
+  std::lock_guard<base::SpinLock> lk(mu_);
+  if (lookup(zno) == p) remove_if_done(p);
+}
+
+// A failed write, or bios waiting behind the one that ended.
+void ZoneWplugs::end_request_locked(ZoneWplug* p, BlkStatus st) {
   Bio* aborted = nullptr;
-  if (st != BlkStatus::ok) {
-    // disk_zone_wplug_set_error: what waits would only fail at the
-    // device; the pointer is unknown until a report, reset or finish.
-    p->flags |= kWplugNeedWpUpdate;
-    abort_bios(p, &aborted);
+  {
+    std::lock_guard<base::SpinLock> lk(mu_);
+    if (st != BlkStatus::ok) {
+      // disk_zone_wplug_set_error: what waits would only fail at the
+      // device; the pointer is unknown until a report, reset or finish.
+      p->state.fetch_or(kWplugNeedWpUpdate, std::memory_order_relaxed);
+      abort_bios(p, &aborted);
+    }
+    unplug(p);
   }
-  unplug(p);
-  mu_.unlock();
   fail_aborted(aborted);
 }
 
@@ -401,7 +465,7 @@ void ZoneWplugs::unissued_bio_failed(Bio* bio) {
   bio->zwp_flags = 0;
   ZoneWplug* p = lookup(zno);
   if (!p) return;
-  p->wp_offset -= bio->size >> kSectorShift;
+  p->wp_offset.fetch_sub(bio->size >> kSectorShift, std::memory_order_relaxed);
   unplug(p);
 }
 
@@ -412,7 +476,7 @@ void ZoneWplugs::sync_from_report(const std::vector<Zone>& zones) {
     for (const Zone& z : zones) {
       const unsigned zno = zone_of(z.start, zone_shift_);
       ZoneWplug* p = lookup(zno);
-      if (!p || !(p->flags & kWplugNeedWpUpdate)) continue;
+      if (!p || !(p->state.load(std::memory_order_relaxed) & kWplugNeedWpUpdate)) continue;
       const bool has_wp = z.cond != ZoneCond::full && z.wp != kZoneInvalidWp && z.wp >= z.start;
       set_wp_offset(p, has_wp ? z.wp - z.start : capacity_of(zno), &aborted);
     }
@@ -433,12 +497,15 @@ void ZoneWplugs::issue_next(ZoneWplug* p) {
     std::unique_lock<base::SpinLock> lk(mu_);
     Bio* bio = p->head;
     if (!bio) {
-      p->flags &= ~kWplugPlugged;
+      p->state.fetch_and(~(kWplugPlugged | kWplugWaiters), std::memory_order_release);
       remove_if_done(p);
       return;
     }
     p->head = bio->bi_next;
-    if (!p->head) p->tail = nullptr;
+    if (!p->head) {
+      p->tail = nullptr;
+      p->state.fetch_and(~kWplugWaiters, std::memory_order_relaxed);
+    }
     p->nr_bios--;
     bio->bi_next = nullptr;
     if (!prepare(p, bio)) {
@@ -457,13 +524,15 @@ void ZoneWplugs::issue_next(ZoneWplug* p) {
 std::string ZoneWplugs::show() const {
   std::string out;
   std::lock_guard<base::SpinLock> lk(mu_);
-  for (const ZoneWplug* p : table_) {
+  for (unsigned z = 0; z < nr_zones_; z++) {
+    const ZoneWplug* p = lookup(z);
     if (!p) continue;
     // ref: the table's, and the writer's while one holds it.
-    const unsigned ref = 1 + ((p->flags & kWplugPlugged) ? 1 : 0);
+    const uint32_t flags = p->state.load(std::memory_order_relaxed) & kWplugKernelFlags;
+    const unsigned ref = 1 + ((flags & kWplugPlugged) ? 1 : 0);
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%u 0x%x %u %llu %u\n", p->zone_no, p->flags, ref,
-                  static_cast<unsigned long long>(p->wp_offset), p->nr_bios);
+    std::snprintf(buf, sizeof buf, "%u 0x%x %u %llu %u\n", p->zone_no.load(std::memory_order_relaxed), flags, ref,
+                  static_cast<unsigned long long>(p->wp_offset.load(std::memory_order_relaxed)), p->nr_bios);
     out += buf;
   }
   return out;

@@ -10,6 +10,7 @@
 // again. Works under every scheduler: nothing here is the scheduler's.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -100,13 +101,16 @@ class ZoneWplugs {
   // With mu_ held.
   ZoneWplug* lookup(unsigned zno) const;
   ZoneWplug* get_or_alloc(unsigned zno, uint64_t wp_offset);
-  void release(ZoneWplug* p);
+  bool release(ZoneWplug* p);
   void remove_if_done(ZoneWplug* p);
   bool prepare(ZoneWplug* p, Bio* bio);
   void set_wp_offset(ZoneWplug* p, uint64_t wp, Bio** aborted);
   void abort_bios(ZoneWplug* p, Bio** aborted);
   void unplug(ZoneWplug* p);
   bool plug_write(Bio* bio);
+  bool plug_write_locked(Bio* bio, unsigned zno, ZoneWplug* taken);
+  void end_request_locked(ZoneWplug* p, BlkStatus st);
+  void pool_if_done(ZoneWplug* p, unsigned zno);
   bool plug_other(Bio* bio);
   bool handle_reset_or_finish(Bio* bio);
   void handle_native_append(Bio* bio);
@@ -121,15 +125,17 @@ class ZoneWplugs {
   uint64_t capacity_ = 0;       // of every sequential zone but the last
   uint64_t last_capacity_ = 0;  // the last zone's
   std::vector<uint64_t> conv_;  // bitmap of conventional zones
-  // The plug table and every plug's fields. One lock where the kernel
-  // has an RCU hash and a spinlock per plug: a zoned queue's writes take
-  // it once at submission and once at completion, for a few dozen
-  // instructions each; a spinlock, as the kernel's, since nothing under
-  // it sleeps (the completion side runs in any context).
+  // The plug table's changes, the pool, the plugs' bio lists and every
+  // state change but the two without a lock (a write taking an idle plug,
+  // its completion giving it back when nothing waits: see ZoneWplug in
+  // zone_wplug.cc). One lock where the kernel has an RCU hash and a
+  // spinlock per plug; a spinlock, as the kernel's, since nothing under it
+  // sleeps (the completion side runs in any context).
   mutable base::SpinLock mu_;
   // The plug of each zone, or null: one load per lookup where the kernel
-  // hashes, for 8 bytes a zone (800 KB for 100,000 zones).
-  std::vector<ZoneWplug*> table_;
+  // hashes, for 8 bytes a zone (800 KB for 100,000 zones). Written under
+  // mu_, read without it by the two lock-free paths.
+  std::vector<std::atomic<ZoneWplug*>> table_;
   ListNode free_;               // plugs ready for reuse
   std::vector<std::unique_ptr<ZoneWplug>> store_;  // every plug ever made
 };
