@@ -11,3 +11,17 @@ DEV=/var/tmp/blkmq-uring-device.dat
 CACHED=/var/tmp/blkmq-uring-cached.dat
 [ -f "$DEV" ] || dd if=/dev/urandom of="$DEV" bs=1M count=256 oflag=direct status=none
 [ -f "$CACHED" ] || fallocate -l 1G "$CACHED"
+# Runs "$@" once per cell of the matrix (file x size x depth), with $job
+# set to the cell's fio job options.
+each_cell() {
+  local f bs qd
+  for f in "$DEV" "$CACHED"; do
+    for bs in $SIZES; do
+      for qd in $DEPTHS; do
+        echo "== $(basename "$f") bs=$bs iodepth=$qd"
+        job="--name=x --filename=$f --direct=1 --rw=randread --bs=$bs --iodepth=$qd --runtime=$RT --time_based"
+        "$@"
+      done
+    done
+  done
+}

@@ -10,17 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/uring_files.sh
-for f in "$DEV" "$CACHED"; do
-  for bs in $SIZES; do
-    for qd in $DEPTHS; do
-      echo "== $(basename "$f") bs=$bs iodepth=$qd"
-      job="--name=x --filename=$f --direct=1 --rw=randread --bs=$bs --iodepth=$qd --runtime=$RT --time_based"
-      bench/alternate.sh "$ROUNDS" \
-        "fio io_uring" "fio --ioengine=io_uring --thread $job" \
-        "fio io_uring fixedbufs" "fio --ioengine=io_uring --thread --fixedbufs=1 $job" \
-        "blkmq uring nonvectored=0" "$BLKMQ bench --driver=uring --nonvectored=0 $job" \
-        "blkmq uring" "$BLKMQ bench --driver=uring $job" \
-        "blkmq uring fixedbufs" "$BLKMQ bench --driver=uring --fixedbufs=1 $job"
-    done
-  done
-done
+cell() {
+  bench/alternate.sh "$ROUNDS" \
+    "fio io_uring" "fio --ioengine=io_uring --thread $job" \
+    "fio io_uring fixedbufs" "fio --ioengine=io_uring --thread --fixedbufs=1 $job" \
+    "blkmq uring nonvectored=0" "$BLKMQ bench --driver=uring --nonvectored=0 $job" \
+    "blkmq uring" "$BLKMQ bench --driver=uring $job" \
+    "blkmq uring fixedbufs" "$BLKMQ bench --driver=uring --fixedbufs=1 $job"
+}
+each_cell cell

@@ -11,16 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/uring_files.sh
 export SHOW='clat percentiles \([a-z]+\)' SHOW2='99.00th=\[ *[0-9]+\]'
-for f in "$DEV" "$CACHED"; do
-  for bs in $SIZES; do
-    for qd in $DEPTHS; do
-      echo "== $(basename "$f") bs=$bs iodepth=$qd"
-      job="--name=x --filename=$f --direct=1 --rw=randread --bs=$bs --iodepth=$qd --runtime=$RT --time_based"
-      bench/alternate.sh "$ROUNDS" \
-        "fio io_uring" "fio --ioengine=io_uring --thread $job" \
-        "blkmq uring" "$BLKMQ bench --driver=uring $job" \
-        "blkmq uring waiter_reaps=0" "$BLKMQ bench --driver=uring --waiter_reaps=0 $job" \
-        "blkmq uring poll queue" "$BLKMQ bench --driver=uring --poll_queues=1 --hipri=1 $job"
-    done
-  done
-done
+cell() {
+  bench/alternate.sh "$ROUNDS" \
+    "fio io_uring" "fio --ioengine=io_uring --thread $job" \
+    "blkmq uring" "$BLKMQ bench --driver=uring $job" \
+    "blkmq uring waiter_reaps=0" "$BLKMQ bench --driver=uring --waiter_reaps=0 $job" \
+    "blkmq uring poll queue" "$BLKMQ bench --driver=uring --poll_queues=1 --hipri=1 $job"
+}
+each_cell cell
