@@ -56,7 +56,7 @@ bool fits(QueueImpl* q, Request* rq, const Bio* bio, unsigned nr_segs) {
   return !crosses_chunk(q, std::min(rq->sector, bio->sector), std::max(rq->end_sector(), bio->end_sector()));
 }
 
-void link_back(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
+void link_back(QueueImpl* q, Request* rq, Bio* bio) {
   trace_bio(q, bio, blktrace::kBackMerge);
   rq->biotail->bi_next = bio;
   rq->biotail = bio;
@@ -80,7 +80,7 @@ void merged(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
   if (!merge_allowed(q, rq, bio)) return MergeResult::none;
   if (rq->end_sector() == bio->sector) {
     if (!fits(q, rq, bio, nr_segs)) return MergeResult::failed;
-    link_back(q, rq, bio, nr_segs);
+    link_back(q, rq, bio);
     // It writes at the pointer of the zone rq holds: the plug moves on.
     if (rq->rq_flags & kRqfZoneWplug) [[unlikely]]
       q->zwp_->bio_merged(bio);
@@ -132,7 +132,7 @@ bool back_merge_plugged(QueueImpl* q, Request* rq, Bio* bio, unsigned nr_segs) {
   if (!bio_mergeable(bio) || rq->end_sector() != bio->sector || !merge_allowed(q, rq, bio) ||
       !fits(q, rq, bio, nr_segs))
     return false;
-  link_back(q, rq, bio, nr_segs);
+  link_back(q, rq, bio);
   merged(q, rq, bio, nr_segs);
   return true;
 }

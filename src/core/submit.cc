@@ -300,14 +300,6 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   return ctx_bio_merge(q, ctx, hctx_type_for(bio->op, bio->flags), bio, nr_segs);
 }
 
-// blk_mq_submit_bio for a bio within the limits. The CPU is read at most
-// once: the kernel's smp_processor_id() is free, here it is a load from
-// the rseq area (a system call where rseq is missing, as under valgrind).
-// A bio that takes a plug's cached request uses that request's software
-// queue, the CPU this thread allocated the plug's batch on, a few bios
-// ago: the kernel's submitter may be preempted and moved between reading
-// its CPU and using the queue too, and nothing depends on it being exact.
-// Inlined into both callers: the common one is a bio within the limits.
 // A zoned queue's request from its first bio: one holding its zone's
 // plug takes the plugged bios that follow, a native append reports where
 // it wrote when it ends.
