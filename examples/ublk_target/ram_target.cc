@@ -80,6 +80,9 @@ class RamTarget final : public blkmq::UblkTarget {
         cv_.notify_one();
         return;
       }
+      default:  // zone operations: only a zoned target (UblkOptions::zoned) is sent them
+        io.complete(BlkStatus::notsupp);
+        return;
     }
     io.complete(BlkStatus::ok);
   }
