@@ -65,7 +65,8 @@ class ZoneWplugs {
   // reference of its own) or ended with an error; the caller drops its
   // own reference. False: go on and issue it; a write then holds its
   // zone's plug (kZwpPlugging), and its sector may have changed (an
-  // emulated append). Task context; takes the plugs' lock.
+  // emulated append). Task context; a write to an idle plug takes it
+  // with one compare-and-swap, anything else takes the plugs' lock.
   bool plug_bio(Bio* bio) { return bio->op == ReqOp::write ? plug_write(bio) : plug_other(bio); }
   // A bio that holds a plug merged at the back of a request that holds it
   // too (blk_zone_write_plug_bio_merged): the write pointer moves past it.
