@@ -210,7 +210,8 @@ bool update_request(Request* rq, BlkStatus st, uint32_t bytes) {
   } else {
     to_impl(rq->q)->zwp_->end_request(rq, st);
   }
-  rq->rq_flags &= ~(kRqfZoneWplug | kRqfZoneAppend);
+  // The flags stay: end_request is the request's last end, and the next
+  // allocation sets rq_flags afresh.
 }
 
 void end_request(Request* rq, BlkStatus st) {

@@ -300,14 +300,15 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   return ctx_bio_merge(q, ctx, hctx_type_for(bio->op, bio->flags), bio, nr_segs);
 }
 
-// A zoned queue's request from its first bio: one holding its zone's
-// plug takes the plugged bios that follow, a native append reports where
-// it wrote when it ends.
+// A zoned queue's request from its first bio, where that bio is more
+// than a write holding its zone's plug: one released from the plug takes
+// the plugged bios that follow, a native append reports where it wrote
+// when it ends.
 [[gnu::noinline]] void zoned_prep_request(QueueImpl* q, Request* rq, Bio* bio) {
   if (bio->zwp_flags & kZwpPlugging) {
     rq->rq_flags |= kRqfZoneWplug;
     if (bio->zwp_flags & kZwpFromPlug) q->zwp_->init_request(rq);
-  } else if (bio->op == ReqOp::zone_append) {
+  } else if (bio->zwp_flags & kZwpNativeAppend) {
     rq->rq_flags |= kRqfZoneAppend;
   }
 }
@@ -322,8 +323,10 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
     rq_qos_track_slow(qos, rq, bio);
   }
   bio_to_request(rq, bio, nr_segs);
-  if (q->zwp_) [[unlikely]]
-    zoned_prep_request(q, rq, bio);
+  if (bio->zwp_flags) [[unlikely]] {
+    if (bio->zwp_flags == kZwpPlugging) rq->rq_flags |= kRqfZoneWplug;
+    else zoned_prep_request(q, rq, bio);
+  }
   if ((bio->op == ReqOp::flush || (bio->flags & (kBioPreflush | kBioFua))) && insert_flush(rq)) return;
 
   HwCtxImpl* h = to_impl(rq->mq_hctx);
@@ -365,12 +368,6 @@ std::unique_ptr<SplitParent> split_bio(const QueueImpl* q, Bio* bio) {
   fail_bio(bio, st);
 }
 
-// Writes, appends, resets and finishes of a zoned queue go by its plugs.
-bool zone_plugs_bio(const QueueImpl* q, const Bio* bio) {
-  return bio->op == ReqOp::write || bio->op == ReqOp::zone_append || bio->op == ReqOp::zone_reset ||
-         bio->op == ReqOp::zone_reset_all || bio->op == ReqOp::zone_finish;
-}
-
 // blk_mq_submit_bio for a bio within the limits. The CPU is read at most
 // once: the kernel's smp_processor_id() is free, here it is a load from
 // the rseq area (a system call where rseq is missing, as under valgrind).
@@ -395,7 +392,7 @@ bool zone_plugs_bio(const QueueImpl* q, const Bio* bio) {
   }
   // After the merge, as the kernel: a write that merged rode on its zone's
   // plug already.
-  if (q->zwp_ && zone_plugs_bio(q, bio)) [[unlikely]] {
+  if (q->zwp_) [[unlikely]] {
     if (q->zwp_->plug_bio(bio)) {
       if (!use_cached) q->exit_ref();
       return;
@@ -476,8 +473,10 @@ void bio_endio(Bio* bio) {
   // blk_zone_write_plug_bio_endio: an append sent as a write is an append
   // again, with its sector where it was written.
   if (bio->zwp_flags) [[unlikely]] {
-    if (bio->zwp_flags & kZwpEmulatedAppend) bio->op = ReqOp::zone_append;
-    if (bio->zwp_flags & kZwpSetNomerge) bio->flags &= ~kBioNomerge;
+    if (bio->zwp_flags & kZwpEmulatedAppend) [[unlikely]] {
+      bio->op = ReqOp::zone_append;
+      if (bio->zwp_flags & kZwpSetNomerge) bio->flags &= ~kBioNomerge;
+    }
     bio->zwp_flags = 0;
   }
   blkcg_bio_end(bio);

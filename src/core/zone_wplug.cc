@@ -16,38 +16,55 @@ constexpr unsigned kDefaultPool = 128;
 // Zones asked for per report while the queue learns them.
 constexpr unsigned kReportBatch = 1024;
 
-// A plug's state word. The first two are the kernel's flags, with its
-// values, as debugfs zone_wplugs prints them; the others are this
-// implementation's.
-enum : uint32_t {
+// A plug's state word: its zone's number in the high 32 bits, these flags
+// in the low. The first two are the kernel's flags, with its values, as
+// debugfs zone_wplugs prints them; the others are this implementation's.
+enum : uint64_t {
   kWplugPlugged = 1u << 0,       // a write holds the plug (in flight, or its work queued)
   kWplugNeedWpUpdate = 1u << 1,  // a write failed: the pointer is unknown
   kWplugWaiters = 1u << 4,       // bios wait in the plug (head != nullptr)
   kWplugDead = 1u << 5,          // in the pool, in no zone
   kWplugKernelFlags = kWplugPlugged | kWplugNeedWpUpdate,
+  kWplugFlags = 0xffffffffu,
 };
 
+// The state word of zone zno's plug when it is idle.
+constexpr uint64_t idle_state(unsigned zno) { return uint64_t{zno} << 32; }
+
 // The state changes by atomic operations only. A write to an idle plug
-// (state 0) takes it with one compare-and-swap, and its completion gives it
-// back with another, with no lock (the common case on a zone being
-// written). Every other change is made under the plugs' lock, and still
-// atomically, since those two do not take it. A plug is never freed while
-// the queue lives, only pooled (dead) and reused: a submitter that found a
-// plug in the table and then took it checks that it is still its zone's.
+// takes it with one compare-and-swap, and its completion gives it back
+// with another, with no lock (the common case on a zone being written).
+// Every other change is made under the plugs' lock, and still atomically,
+// since those two do not take it. A plug is never freed while the queue
+// lives, only pooled (dead) and reused: the zone number in the state word
+// makes the one compare-and-swap also check that a plug found in the table
+// is still its zone's and not dead.
 struct ZoneWplug {
   ListNode node;  // in the free list
-  std::atomic<unsigned> zone_no{0};
-  std::atomic<uint32_t> state{kWplugDead};
-  // Sectors from the zone's start. Moved by the holder, or under the lock
-  // by a reset, a finish or a report (a reset racing a write to its zone
-  // may leave it wrong; the device then fails the write, which marks the
-  // plug for a report, as any failed write does).
-  std::atomic<uint64_t> wp_offset{0};
+  std::atomic<uint64_t> state{kWplugDead};
+  // The zone's first sector and the end of its capacity, set with the
+  // zone (under the lock, before the state's release), read without the
+  // lock by the holder and by the completion that gives it back, which
+  // may see a later zone's values once it has; atomics for that.
+  std::atomic<uint64_t> start{0};
+  std::atomic<uint64_t> end{0};
+  // The write pointer, a sector. Moved by the holder, or under the lock by
+  // a reset, a finish or a report (a reset racing a write to its zone may
+  // leave it wrong; the device then fails the write, which marks the plug
+  // for a report, as any failed write does).
+  std::atomic<uint64_t> wp{0};
+  unsigned zone_no = 0;    // under the lock
   Bio* head = nullptr;     // plugged bios, in submission order (bi_next)
   Bio* tail = nullptr;
   unsigned nr_bios = 0;
   Work work;
   ZoneWplugs* owner = nullptr;
+
+  uint32_t flags() const { return static_cast<uint32_t>(state.load(std::memory_order_relaxed)); }
+  uint64_t wp_offset() const { return wp.load(std::memory_order_relaxed) - start.load(std::memory_order_relaxed); }
+  void set_wp_offset(uint64_t off) {
+    wp.store(start.load(std::memory_order_relaxed) + off, std::memory_order_relaxed);
+  }
 };
 
 namespace {
@@ -152,9 +169,9 @@ ZoneWplug* ZoneWplugs::lookup(unsigned zno) const {
 // To the pool, if it is idle: the compare-and-swap fails if a submitter
 // took it without the lock meanwhile. With mu_ held.
 bool ZoneWplugs::release(ZoneWplug* p) {
-  uint32_t idle = 0;
-  if (!p->state.compare_exchange_strong(idle, kWplugDead, std::memory_order_acq_rel)) return false;
-  table_[p->zone_no.load(std::memory_order_relaxed)].store(nullptr, std::memory_order_relaxed);
+  uint64_t idle = idle_state(p->zone_no);
+  if (!p->state.compare_exchange_strong(idle, idle | kWplugDead, std::memory_order_acq_rel)) return false;
+  table_[p->zone_no].store(nullptr, std::memory_order_relaxed);
   free_.push_back(&p->node);
   return true;
 }
@@ -171,8 +188,10 @@ ZoneWplug* ZoneWplugs::get_or_alloc(unsigned zno, uint64_t wp_offset) {
     store_.push_back(std::make_unique<ZoneWplug>());
     p = store_.back().get();
   }
-  p->zone_no.store(zno, std::memory_order_relaxed);
-  p->wp_offset.store(wp_offset, std::memory_order_relaxed);
+  p->zone_no = zno;
+  p->start.store(zone_start(zno), std::memory_order_relaxed);
+  p->end.store(zone_start(zno) + capacity_of(zno), std::memory_order_relaxed);
+  p->set_wp_offset(wp_offset);
   p->head = p->tail = nullptr;
   p->nr_bios = 0;
   if (!p->owner) {
@@ -181,7 +200,7 @@ ZoneWplug* ZoneWplugs::get_or_alloc(unsigned zno, uint64_t wp_offset) {
   }
   // Release: a submitter that takes the plug from the table without the
   // lock (acquire) sees its zone and pointer.
-  p->state.store(0, std::memory_order_release);
+  p->state.store(idle_state(zno), std::memory_order_release);
   table_[zno].store(p, std::memory_order_release);
   return p;
 }
@@ -189,9 +208,9 @@ ZoneWplug* ZoneWplugs::get_or_alloc(unsigned zno, uint64_t wp_offset) {
 // disk_should_remove_zone_wplug: nothing holds it, nothing waits in it,
 // the pointer is known, and the zone is empty or full.
 void ZoneWplugs::remove_if_done(ZoneWplug* p) {
-  if (p->state.load(std::memory_order_relaxed) != 0 || p->head) return;
-  const uint64_t wp = p->wp_offset.load(std::memory_order_relaxed);
-  if (wp != 0 && wp < capacity_of(p->zone_no.load(std::memory_order_relaxed))) return;
+  if (p->flags() != 0 || p->head) return;
+  const uint64_t wp = p->wp.load(std::memory_order_relaxed);
+  if (wp != p->start.load(std::memory_order_relaxed) && wp < p->end.load(std::memory_order_relaxed)) return;
   release(p);
 }
 
@@ -199,11 +218,9 @@ void ZoneWplugs::remove_if_done(ZoneWplug* p) {
 // that is not full and whose pointer is known; an append is sent as a
 // write there. The pointer moves past it.
 inline bool ZoneWplugs::prepare(ZoneWplug* p, Bio* bio) {
-  if (p->state.load(std::memory_order_relaxed) & kWplugNeedWpUpdate) return false;
-  const unsigned zno = p->zone_no.load(std::memory_order_relaxed);
-  const uint64_t off = p->wp_offset.load(std::memory_order_relaxed);
-  if (off >= capacity_of(zno)) return false;
-  const uint64_t wp = zone_start(zno) + off;
+  if (p->flags() & kWplugNeedWpUpdate) return false;
+  const uint64_t wp = p->wp.load(std::memory_order_relaxed);
+  if (wp >= p->end.load(std::memory_order_relaxed)) return false;
   if (bio->op == ReqOp::zone_append) {
     bio->sector = wp;
     bio->op = ReqOp::write;
@@ -213,7 +230,7 @@ inline bool ZoneWplugs::prepare(ZoneWplug* p, Bio* bio) {
   } else if (bio->sector != wp) {
     return false;
   }
-  p->wp_offset.store(off + (bio->size >> kSectorShift), std::memory_order_relaxed);
+  p->wp.store(wp + (bio->size >> kSectorShift), std::memory_order_relaxed);
   bio->zwp_flags |= kZwpPlugging;
   return true;
 }
@@ -227,9 +244,9 @@ void ZoneWplugs::abort_bios(ZoneWplug* p, Bio** aborted) {
   p->state.fetch_and(~kWplugWaiters, std::memory_order_relaxed);
 }
 
-void ZoneWplugs::set_wp_offset(ZoneWplug* p, uint64_t wp, Bio** aborted) {
+void ZoneWplugs::set_wp_offset(ZoneWplug* p, uint64_t off, Bio** aborted) {
   p->state.fetch_and(~kWplugNeedWpUpdate, std::memory_order_relaxed);
-  p->wp_offset.store(wp, std::memory_order_relaxed);
+  p->set_wp_offset(off);
   abort_bios(p, aborted);
   remove_if_done(p);
 }
@@ -308,48 +325,53 @@ bool ZoneWplugs::plug_other(Bio* bio) {
     case ReqOp::zone_append:
       if (q_->limits_.max_zone_append_sectors) {
         if (!is_conventional(bio->sector)) handle_native_append(bio);
+        bio->zwp_flags |= kZwpNativeAppend;
         return false;
       }
-      break;
+      return plug_write_slow(bio, zone_of(bio->sector, zone_shift_), nullptr);
     case ReqOp::write:
-      break;
+      return plug_write(bio);
     default:
       return false;
   }
-  return plug_write(bio);
 }
 
 // Every write to a zoned queue comes here. The common case, a zone whose
-// plug exists and is idle, takes it with one compare-and-swap and no lock.
+// plug exists and is idle, takes it with one compare-and-swap and no lock;
+// the write must then start at the pointer of a zone not full (a plug
+// marked for a pointer update is never idle).
 bool ZoneWplugs::plug_write(Bio* bio) {
   const unsigned zno = zone_of(bio->sector, zone_shift_);
+  ZoneWplug* p = table_[zno].load(std::memory_order_acquire);
+  uint64_t idle = idle_state(zno);
+  if (!p || !p->state.compare_exchange_strong(idle, idle | kWplugPlugged, std::memory_order_acquire)) [[unlikely]]
+    return plug_write_slow(bio, zno, nullptr);
+  const uint64_t wp = p->wp.load(std::memory_order_relaxed);
+  if (bio->sector != wp || wp >= p->end.load(std::memory_order_relaxed)) [[unlikely]]
+    return plug_write_slow(bio, zno, p);
+  p->wp.store(wp + (bio->size >> kSectorShift), std::memory_order_relaxed);
+  bio->zwp_flags |= kZwpPlugging;
+  return false;
+}
+
+// A write to a conventional zone (no plug), or, with the lock, a zone
+// without a plug, a plug held by another write (the bio waits in it), or
+// a write to refuse; appends come here straight. `taken`: a plug the fast
+// path took and must give back first (it refused the write). Out of line
+// and tail-called, so the fast path saves no registers for it.
+[[gnu::noinline]] bool ZoneWplugs::plug_write_slow(Bio* bio, unsigned zno, ZoneWplug* taken) {
   if (conv_[zno / 64] >> (zno % 64) & 1) {
     if (bio->op != ReqOp::zone_append) return false;
     fail_now(bio);
     return true;
   }
-  ZoneWplug* p = table_[zno].load(std::memory_order_acquire);
-  uint32_t idle = 0;
-  if (!p || !p->state.compare_exchange_strong(idle, kWplugPlugged, std::memory_order_acquire)) [[unlikely]]
-    return plug_write_locked(bio, zno, nullptr);
-  if (p->zone_no.load(std::memory_order_relaxed) != zno || !prepare(p, bio)) [[unlikely]]
-    return plug_write_locked(bio, zno, p);
-  return false;
-}
-
-// With the lock: a zone without a plug, a plug held by another write (the
-// bio waits in it), or a write to refuse. `taken`: a plug the fast path
-// took and must give back first (pooled and reused for another zone since
-// the table said so, or one that refused the write). Tail-called, so the
-// fast path saves no registers for it.
-bool ZoneWplugs::plug_write_locked(Bio* bio, unsigned zno, ZoneWplug* taken) {
   mu_.lock();
   if (taken) unplug(taken);
   ZoneWplug* p = lookup(zno);
   // A zone with no plug is empty or full (or never seen written): the
   // first write tells where its pointer is, as the kernel trusts it.
   if (!p) p = get_or_alloc(zno, bio->op == ReqOp::zone_append ? 0 : bio->sector - zone_start(zno));
-  uint32_t s = p->state.load(std::memory_order_acquire);
+  uint64_t s = p->state.load(std::memory_order_acquire);
   for (;;) {
     if (s & kWplugPlugged) {
       // Marked before the holder's completion can give the plug back
@@ -382,7 +404,7 @@ void ZoneWplugs::bio_merged(Bio* bio) {
   std::lock_guard<base::SpinLock> lk(mu_);
   ZoneWplug* p = lookup(zone_of(bio->sector, zone_shift_));
   if (!p) return;  // cannot be: the request it merged into holds the plug
-  p->wp_offset.fetch_add(bio->size >> kSectorShift, std::memory_order_relaxed);
+  p->wp.fetch_add(bio->size >> kSectorShift, std::memory_order_relaxed);
   bio->zwp_flags |= kZwpPlugging;
 }
 
@@ -408,7 +430,7 @@ void ZoneWplugs::init_request(Request* rq) {
     p->nr_bios--;
     // prepare cannot fail: the bio is at the pointer (rq's end) of a zone
     // rq is still writing.
-    p->wp_offset.fetch_add(bio->size >> kSectorShift, std::memory_order_relaxed);
+    p->wp.fetch_add(bio->size >> kSectorShift, std::memory_order_relaxed);
     bio->zwp_flags |= kZwpPlugging;
     q_->exit_ref();  // rq's reference serves it now
   }
@@ -419,26 +441,28 @@ void ZoneWplugs::end_request(Request* rq, BlkStatus st) {
   ZoneWplug* p = table_[zno].load(std::memory_order_acquire);  // rq holds it: in the table
   // The common end: it went well and nothing waits. The plug is given back
   // with no lock (release: the next holder sees the pointer this write
-  // moved), and pooled if its zone is now empty or full. The rest is
-  // tail-called, so this path saves no registers.
-  uint32_t held = kWplugPlugged;
-  if (st != BlkStatus::ok || !p->state.compare_exchange_strong(held, 0, std::memory_order_release)) [[unlikely]]
+  // moved), and pooled if its zone is now empty or full (read after the
+  // release, the zone may be another's by then: pool_if_done checks). The
+  // rest is out of line and tail-called, so this path saves no registers.
+  uint64_t held = idle_state(zno) | kWplugPlugged;
+  if (st != BlkStatus::ok || !p->state.compare_exchange_strong(held, idle_state(zno), std::memory_order_release))
+      [[unlikely]]
     return end_request_locked(p, st);
-  const uint64_t wp = p->wp_offset.load(std::memory_order_relaxed);
-  if (wp != 0 && wp < capacity_of(zno)) [[likely]]
+  const uint64_t wp = p->wp.load(std::memory_order_relaxed);
+  if (wp != p->start.load(std::memory_order_relaxed) && wp < p->end.load(std::memory_order_relaxed)) [[likely]]
     return;
   return pool_if_done(p, zno);
 }
 
 // A zone that ended empty or full: its plug to the pool, unless another
 // write took it meanwhile.
-void ZoneWplugs::pool_if_done(ZoneWplug* p, unsigned zno) {
+[[gnu::noinline]] void ZoneWplugs::pool_if_done(ZoneWplug* p, unsigned zno) {
   std::lock_guard<base::SpinLock> lk(mu_);
   if (lookup(zno) == p) remove_if_done(p);
 }
 
 // A failed write, or bios waiting behind the one that ended.
-void ZoneWplugs::end_request_locked(ZoneWplug* p, BlkStatus st) {
+[[gnu::noinline]] void ZoneWplugs::end_request_locked(ZoneWplug* p, BlkStatus st) {
   Bio* aborted = nullptr;
   {
     std::lock_guard<base::SpinLock> lk(mu_);
@@ -465,7 +489,7 @@ void ZoneWplugs::unissued_bio_failed(Bio* bio) {
   bio->zwp_flags = 0;
   ZoneWplug* p = lookup(zno);
   if (!p) return;
-  p->wp_offset.fetch_sub(bio->size >> kSectorShift, std::memory_order_relaxed);
+  p->wp.fetch_sub(bio->size >> kSectorShift, std::memory_order_relaxed);
   unplug(p);
 }
 
@@ -476,7 +500,7 @@ void ZoneWplugs::sync_from_report(const std::vector<Zone>& zones) {
     for (const Zone& z : zones) {
       const unsigned zno = zone_of(z.start, zone_shift_);
       ZoneWplug* p = lookup(zno);
-      if (!p || !(p->state.load(std::memory_order_relaxed) & kWplugNeedWpUpdate)) continue;
+      if (!p || !(p->flags() & kWplugNeedWpUpdate)) continue;
       const bool has_wp = z.cond != ZoneCond::full && z.wp != kZoneInvalidWp && z.wp >= z.start;
       set_wp_offset(p, has_wp ? z.wp - z.start : capacity_of(zno), &aborted);
     }
@@ -528,11 +552,11 @@ std::string ZoneWplugs::show() const {
     const ZoneWplug* p = lookup(z);
     if (!p) continue;
     // ref: the table's, and the writer's while one holds it.
-    const uint32_t flags = p->state.load(std::memory_order_relaxed) & kWplugKernelFlags;
+    const uint32_t flags = p->flags() & kWplugKernelFlags;
     const unsigned ref = 1 + ((flags & kWplugPlugged) ? 1 : 0);
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%u 0x%x %u %llu %u\n", p->zone_no.load(std::memory_order_relaxed), flags, ref,
-                  static_cast<unsigned long long>(p->wp_offset.load(std::memory_order_relaxed)), p->nr_bios);
+    std::snprintf(buf, sizeof buf, "%u 0x%x %u %llu %u\n", p->zone_no, flags, ref,
+                  static_cast<unsigned long long>(p->wp_offset()), p->nr_bios);
     out += buf;
   }
   return out;

@@ -34,6 +34,7 @@ enum ZwpBioFlag : uint8_t {
   kZwpEmulatedAppend = 1u << 1,   // an append sent as a write; restored when it ends
   kZwpSetNomerge = 1u << 2,       // the emulation set kBioNomerge; cleared with it
   kZwpFromPlug = 1u << 3,         // waited in the plug: its request gathers the bios behind it
+  kZwpNativeAppend = 1u << 4,     // an append the device does itself: learns where it landed
 };
 
 // A request whose bios hold a zone's plug (RQF_ZONE_WRITE_PLUGGING), and a
@@ -59,14 +60,16 @@ class ZoneWplugs {
   unsigned nr_zones() const { return nr_zones_; }
   bool is_conventional(uint64_t sector) const;
 
-  // Submission (blk_zone_plug_bio), for a bio to this queue that is a
-  // write, an append, a reset, a reset-all or a finish, after merging
-  // failed. True: the bio was taken, plugged (it then holds a usage
-  // reference of its own) or ended with an error; the caller drops its
-  // own reference. False: go on and issue it; a write then holds its
-  // zone's plug (kZwpPlugging), and its sector may have changed (an
-  // emulated append). Task context; a write to an idle plug takes it
-  // with one compare-and-swap, anything else takes the plugs' lock.
+  // Submission (blk_zone_plug_bio), for a bio to this queue after merging
+  // failed: writes, appends, resets, resets-all and finishes are the ones
+  // it acts on (other ops return false at once). True: the bio was taken,
+  // plugged (it then holds a usage reference of its own) or ended with an
+  // error; the caller drops its own reference. False: go on and issue it;
+  // a write then holds its zone's plug (kZwpPlugging), and its sector may
+  // have changed (an emulated append). Task context. A write at the
+  // pointer of a zone whose plug is idle takes it with one
+  // compare-and-swap; a write to a conventional zone takes nothing;
+  // anything else takes the plugs' lock.
   bool plug_bio(Bio* bio) { return bio->op == ReqOp::write ? plug_write(bio) : plug_other(bio); }
   // A bio that holds a plug merged at the back of a request that holds it
   // too (blk_zone_write_plug_bio_merged): the write pointer moves past it.
@@ -109,7 +112,7 @@ class ZoneWplugs {
   void abort_bios(ZoneWplug* p, Bio** aborted);
   void unplug(ZoneWplug* p);
   bool plug_write(Bio* bio);
-  bool plug_write_locked(Bio* bio, unsigned zno, ZoneWplug* taken);
+  bool plug_write_slow(Bio* bio, unsigned zno, ZoneWplug* taken);
   void end_request_locked(ZoneWplug* p, BlkStatus st);
   void pool_if_done(ZoneWplug* p, unsigned zno);
   bool plug_other(Bio* bio);
