@@ -78,6 +78,22 @@ Connection::~Connection() {
   WriteGate::release(gate_);
 }
 
+void Connection::release_inflight(void* p) { ::operator delete(p, std::align_val_t{alignof(InFlight)}); }
+
+// The reader only (the Recycler's taker).
+Connection::InFlight* Connection::new_inflight() {
+  void* mem = inflights_.take();
+  if (!mem) mem = ::operator new(sizeof(InFlight), std::align_val_t{alignof(InFlight)});
+  auto* io = new (mem) InFlight;
+  io->c = this;
+  return io;
+}
+
+void Connection::free_inflight(InFlight* io) {
+  io->~InFlight();  // its buffer goes back to pool_
+  inflights_.give(io);
+}
+
 void Connection::stop() {
   {
     std::lock_guard g(mu_);  // orders the store with a reader about to wait for room
@@ -375,7 +391,7 @@ void Connection::drop_partial() {
     inflight_bytes_ -= partial_->bytes;
   }
   if (lim_.budget) lim_.budget->give(partial_->bytes);
-  delete partial_;
+  free_inflight(partial_);
   partial_ = nullptr;
 }
 
@@ -414,8 +430,7 @@ void Connection::begin_write(const Request& r, const std::string& pending, size_
     skip_left_ = r.length - avail;
     return;
   }
-  auto* io = new InFlight;
-  io->c = this;
+  InFlight* io = new_inflight();
   io->req = r;
   io->buf = {buf, PooledBuf{&pool_, cap}};
   io->bytes = r.length;
@@ -512,8 +527,7 @@ void Connection::start_request(const Request& r) {
     reply_now(r, kErrNoMem);
     return;
   }
-  auto* io = new InFlight;
-  io->c = this;
+  InFlight* io = new_inflight();
   io->req = r;
   if (buf) {
     io->buf = {buf, PooledBuf{&pool_, cap}};
@@ -599,8 +613,7 @@ void Connection::submit_flush(InFlight* io) {
 
 // A refused request (or CACHE): its reply is queued at once.
 void Connection::reply_now(const Request& r, uint32_t error) {
-  auto* io = new InFlight;
-  io->c = this;
+  InFlight* io = new_inflight();
   io->req = r;
   io->error = error;
   {
@@ -631,8 +644,7 @@ void Connection::answer_now(const Request& r, uint32_t error) {
     reply_now(r, error);
     return;
   }
-  auto* io = new InFlight;
-  io->c = this;
+  InFlight* io = new_inflight();
   io->req = r;
   io->reply = block_status_reply(r, &io->error);
   {

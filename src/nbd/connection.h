@@ -30,6 +30,7 @@
 #include "nbd/buffer_pool.h"
 #include "nbd/byte_budget.h"
 #include "nbd/handshake.h"
+#include "nbd/recycler.h"
 #include "nbd/tls.h"
 #include "nbd/write_gate.h"
 
@@ -132,6 +133,11 @@ class Connection {
  private:
   struct InFlight;
 
+  // Request state, recycled through inflights_: new_inflight on the reader
+  // only, free_inflight from any thread (the sender of its reply).
+  InFlight* new_inflight();
+  void free_inflight(InFlight* io);
+  static void release_inflight(void* p);
   bool handshake();
   bool start_tls(const std::string& pending);
   void transmission();
@@ -177,6 +183,7 @@ class Connection {
   const ConnLimits lim_;
   const TlsCredentials* const tls_;
   BufferPool pool_;                  // payload buffers; outlives every InFlight (they end before run() returns)
+  Recycler inflights_{&Connection::release_inflight};  // InFlights ended, for the reader to reuse
   Transport io_;                     // the socket, or the TLS session on it after STARTTLS
   Handshake hs_;
   const Export* exp_ = nullptr;

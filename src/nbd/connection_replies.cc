@@ -105,7 +105,7 @@ void Connection::send_queued(std::unique_lock<std::mutex>& l) {
     }
     send_reply(io);
     const uint64_t bytes = io->bytes;
-    delete io;
+    free_inflight(io);
     if (lim_.budget) lim_.budget->give(bytes);
     l.lock();
     unsent++;
