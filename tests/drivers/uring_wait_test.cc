@@ -197,22 +197,62 @@ TEST_F(UringWait, ArmsOfATornDownRingAreNotReused) {
   }
 }
 
+// Leaves the calling thread's futex wait armed in `dev`'s ring with
+// nothing to fire it: the thread sleeps in the ring on `word` (through
+// `cookie`, a bio that ran on the ring) and a read another thread submits
+// meanwhile, whose end_io wakes some other word, ends the sleep with its
+// CQE. The read comes only once the thread is asleep in the ring: one
+// that ended earlier (the reaper may take it) would leave the thread
+// asleep for good. False when the thread did not sleep in the ring (the
+// reaper held the CQ lock, so the core slept on `word` instead) and had
+// to be woken through `word`, which fires the arm.
+bool leave_stale_arm(Device& dev, const Bio* cookie, std::atomic<uint32_t>& word, unsigned char* buf) {
+  const pid_t me = test::this_tid();
+  const uint32_t v = word.load();
+  std::atomic<uint32_t> other{0};
+  WaitIo io;
+  io.prep(kBlock, buf, &other);
+  std::atomic<bool> back{false}, woken{false};
+  std::thread helper([&] {
+    if (!test::eventually([&] { return test::asleep_in(me, SYS_io_uring_enter); }, 2000)) {
+      woken = true;  // asleep on the word, or not asleep: a wake of the word ends it
+      word.fetch_add(1);
+      wake_waiters(&word);
+    }
+    dev.queue().submit_bio(&io.bio);
+    if (!test::eventually([&] { return back.load(); }, 5000)) {
+      woken = true;
+      word.fetch_add(1);
+      wake_waiters(&word);
+    }
+  });
+  while (io.ends.load(std::memory_order_acquire) == 0) dev.queue().wait(cookie, &word, woken ? word.load() : v);
+  back = true;
+  helper.join();
+  EXPECT_EQ(io.bio.status, BlkStatus::ok);
+  return !woken.load();
+}
+
 // The futex wait a waiter leaves armed in the ring must not be on the
 // caller's word: once Queue::wait returned the word is the caller's again,
 // and a single wake meant for a plain futex sleeper on it must reach that
 // sleeper, not a stale arm in the ring.
 TEST_F(UringWait, StaleArmDoesNotTakeAWakeMeantForAnotherSleeper) {
+  if (!futex_op()) GTEST_SKIP() << "no IORING_OP_FUTEX_WAIT";
   auto dev = make();
   ASSERT_TRUE(dev);
   test::Watchdog dog("StaleArm", std::chrono::seconds(60));
   AlignedBuf buf(kBlock);
-  // The read's end_io bumps another word, so nothing wakes `word` and the
-  // arm of this wait stays pending in the ring when the wait returns.
-  std::atomic<uint32_t> word{0}, other{0};
+  // A read on the ring, for the cookie Queue::wait finds the ring by.
+  std::atomic<uint32_t> first{0};
   WaitIo io;
-  io.prep(0, buf.data, &other);
+  io.prep(0, buf.data, &first);
   dev->queue().submit_bio(&io.bio);
-  while (io.ends.load(std::memory_order_acquire) == 0) dev->queue().wait(&io.bio, &word, 0);
+  wait_ended(dev->queue(), io);
+  std::atomic<uint32_t> word{0};
+  bool left = false;
+  for (int attempt = 0; attempt < 5 && !left; attempt++) left = leave_stale_arm(*dev, &io.bio, word, buf.data);
+  ASSERT_TRUE(left) << "Queue::wait never slept in the ring";
   const uint32_t v = word.load();
   std::atomic<bool> back{false};
   std::atomic<pid_t> tid{0};
