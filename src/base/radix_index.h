@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 namespace blkmq::base {
 
@@ -88,21 +89,25 @@ class RadixIndex {
   unsigned top_shift_ = 0;
 };
 
-// A RadixIndex that owns its values (each a heap T, freed by delete).
-// Not thread-safe: the caller locks.
-template <typename T>
+// A RadixIndex that owns its values, each freed by `Free` (by default
+// delete; a stateful Free, such as a pool's, is kept by the map and used
+// for every value it frees). Not thread-safe: the caller locks.
+template <typename T, typename Free = std::default_delete<T>>
 class RadixMap {
  public:
-  explicit RadixMap(uint64_t nr_keys = 0) : index_(nr_keys) {}
+  using Owned = std::unique_ptr<T, Free>;
+
+  explicit RadixMap(uint64_t nr_keys = 0, Free free = Free()) : index_(nr_keys), free_(free) {}
   ~RadixMap() { clear(); }
   RadixMap(const RadixMap&) = delete;
   RadixMap& operator=(const RadixMap&) = delete;
   RadixMap(RadixMap&&) noexcept = default;
-  // Frees what this map held, then takes o's contents.
+  // Frees what this map held, then takes o's contents and its Free.
   RadixMap& operator=(RadixMap&& o) noexcept {
     if (this != &o) {
       clear();
       index_ = std::move(o.index_);
+      free_ = o.free_;
     }
     return *this;
   }
@@ -111,7 +116,7 @@ class RadixMap {
   // Stores v's object at key and hands back in v what key held (empty if
   // nothing). False, v unchanged, if v is empty, key is out of range or a
   // node cannot be allocated.
-  bool put(uint64_t key, std::unique_ptr<T>& v) {
+  bool put(uint64_t key, Owned& v) {
     void* old = nullptr;
     if (!v || !index_.store(key, v.get(), &old)) return false;
     v.release();
@@ -119,24 +124,33 @@ class RadixMap {
     return true;
   }
   // Removes key's object and returns it (empty if none).
-  std::unique_ptr<T> take(uint64_t key) { return std::unique_ptr<T>(static_cast<T*>(index_.erase(key))); }
+  Owned take(uint64_t key) { return Owned(static_cast<T*>(index_.erase(key)), free_); }
   // Moves key's object to the same key of `to`, freeing what `to` held
   // there. True if done or nothing is at key; false, both maps unchanged,
   // if `to` cannot grow. The object never changes address or owner twice,
-  // so a failure loses nothing.
+  // so a failure loses nothing. Both maps must free alike (the same pool).
   bool move_entry(uint64_t key, RadixMap& to) {
     void* v = index_.find(key);
     if (!v) return true;
     void* old = nullptr;
     if (!to.index_.store(key, v, &old)) return false;
     index_.erase(key);
-    delete static_cast<T*>(old);
+    if (old) to.free_(static_cast<T*>(old));
     return true;
   }
   // See RadixIndex::next.
   T* next(uint64_t* key) const { return static_cast<T*>(index_.next(key)); }
   void clear() {
-    index_.clear([](void* p) { delete static_cast<T*>(p); });
+    if constexpr (std::is_empty_v<Free>) {
+      index_.clear([](void* p) { Free()(static_cast<T*>(p)); });
+    } else {
+      // A stateful Free cannot ride RadixIndex::clear's plain function
+      // pointer: take the values out one by one (next and erase each).
+      for (uint64_t key = 0; T* v = next(&key);) {
+        index_.erase(key);
+        free_(v);
+      }
+    }
   }
 
   size_t size() const { return index_.size(); }
@@ -146,6 +160,7 @@ class RadixMap {
 
  private:
   RadixIndex index_;
+  [[no_unique_address]] Free free_;
 };
 
 }  // namespace blkmq::base

@@ -229,5 +229,42 @@ TEST(RadixIndex, MoveAssignFreesTheOldContents) {
   EXPECT_EQ(a.size(), 1u);
 }
 
+
+// A stateful Free (a pool's) gets every value the map lets go of: the one
+// a put replaces (through the caller's handle), take, move_entry's
+// overwritten value in the target, clear, and the destructor.
+struct Recorder {
+  std::vector<uint64_t>* freed = nullptr;
+  void operator()(Counted* c) const {
+    freed->push_back(c->key);
+    delete c;
+  }
+};
+
+TEST(RadixIndex, StatefulFreeGetsEveryValueTheMapLetsGo) {
+  Counted::live = 0;
+  std::vector<uint64_t> by_map, by_handle;
+  using Map = RadixMap<Counted, Recorder>;
+  // The caller's handle frees (through its own Free) what a put replaced.
+  auto put = [&](Map& m, uint64_t key, uint64_t tag) {
+    Map::Owned v(new Counted(tag), Recorder{&by_handle});
+    EXPECT_TRUE(m.put(key, v));
+  };
+  {
+    Map a(1000, Recorder{&by_map}), b(1000, Recorder{&by_map});
+    put(a, 1, 1);
+    put(a, 1, 11);  // 1 comes back to the handle
+    put(a, 2, 2);
+    put(b, 2, 22);
+    put(a, 3, 3);
+    EXPECT_TRUE(a.take(3));           // the handle take returns carries the map's Free
+    EXPECT_TRUE(a.move_entry(2, b));  // b's 22 is freed by b
+    a.clear();                        // 11
+  }  // b's destructor: 2
+  EXPECT_EQ(by_map, (std::vector<uint64_t>{3, 22, 11, 2}));
+  EXPECT_EQ(by_handle, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(Counted::live, 0);
+}
+
 }  // namespace
 }  // namespace blkmq::base

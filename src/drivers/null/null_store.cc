@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <new>
 
 #include "drivers/extents.h"
 
@@ -38,14 +37,16 @@ PageStore::PageStore(uint64_t capacity_bytes, uint64_t cache_bytes, unsigned nr_
   // its shard below this.
   const uint64_t pages = capacity_bytes / kPageSize + (capacity_bytes % kPageSize != 0);
   const uint64_t keys = pages ? key_of(pages - 1) + 1 : 0;
-  for (unsigned i = 0; i < n; i++) {
-    shards_[i].backing = PageMap(keys);
-    shards_[i].cache = PageMap(keys);
-  }
   uint64_t cache_pages = cache_bytes / kPageSize;
   // Each shard evicts within itself, so give every shard its part of the
   // cache (at least one page when there is a cache at all).
   cache_pages_per_shard_ = cache_pages ? std::max<uint64_t>(1, cache_pages / n) : 0;
+  for (unsigned i = 0; i < n; i++) {
+    Shard& s = shards_[i];
+    s.pool.set_max_pages(keys + std::min<uint64_t>(keys, cache_pages_per_shard_));
+    s.backing = PageMap(keys, PageFree{&s.pool});
+    s.cache = PageMap(keys, PageFree{&s.pool});
+  }
 }
 
 PageStore::~PageStore() = default;
@@ -72,9 +73,8 @@ bool PageStore::write_page(Shard& s, uint64_t key, uint32_t pos, const unsigned 
   if (cache_pages_per_shard_) return write_cached(s, key, pos, src, n, fua);
   Page* page = s.backing.find(key);
   if (!page) {
-    std::unique_ptr<Page> fresh(new (std::nothrow) Page);
+    PageMap::Owned fresh = new_page(s);  // zeroed: a partial write reads zeros around it
     if (!fresh) return false;
-    std::memset(fresh->data, 0, kPageSize);
     page = fresh.get();
     if (!s.backing.put(key, fresh)) return false;  // fresh still owns the page
   }
@@ -89,13 +89,9 @@ bool PageStore::write_cached(Shard& s, uint64_t key, uint32_t pos, const unsigne
     if (s.cache.size() >= cache_pages_per_shard_ && !evict_one(s)) return false;
     // A cache page starts as the backing copy, so a partial write keeps
     // the rest of the page.
-    std::unique_ptr<Page> fresh(new (std::nothrow) Page);
+    PageMap::Owned fresh = new_page(s);  // zeroed
     if (!fresh) return false;
-    if (const Page* b = s.backing.find(key)) {
-      std::memcpy(fresh->data, b->data, kPageSize);
-    } else {
-      std::memset(fresh->data, 0, kPageSize);
-    }
+    if (const Page* b = s.backing.find(key)) std::memcpy(fresh->data, b->data, kPageSize);
     page = fresh.get();
     if (!s.cache.put(key, fresh)) return false;
   }
@@ -153,6 +149,17 @@ BlkStatus PageStore::discard(uint64_t off, uint64_t len) {
     discard_page(s, key_of(idx), pos, n);
     return true;
   });
+  // The freed pages' memory goes back to the kernel, a shard's at once so
+  // neighbouring pages go in one call. Consecutive pages sit in
+  // consecutive shards: the first pages of the range name every shard it
+  // touched.
+  const uint64_t first = off / kPageSize;
+  const uint64_t pages = len ? (off + len - 1) / kPageSize - first + 1 : 0;
+  for (uint64_t i = 0; i < std::min(pages, shard_mask_ + 1); i++) {
+    Shard& s = shard_of(first + i);
+    std::lock_guard lk(s.mu);
+    s.pool.release();
+  }
   return BlkStatus::ok;
 }
 
@@ -176,6 +183,7 @@ uint64_t PageStore::power_cut() {
     std::lock_guard lk(s.mu);
     lost += s.cache.size();
     s.cache.clear();
+    s.pool.release();  // a power cut frees the cache's memory
   }
   return lost;
 }

@@ -12,6 +12,7 @@
 
 #include "base/radix_index.h"
 #include "blkmq/device.h"
+#include "drivers/null/null_page_pool.h"
 
 #include "blkmq/driver/request.h"
 #include "blkmq/status.h"
@@ -83,17 +84,27 @@ class PageStore {
 
  private:
   struct Page {
-    alignas(64) unsigned char data[kPageSize];
+    unsigned char data[kPageSize];
+  };
+  // Pages come from their shard's PagePool (zeroed) and go back to it.
+  struct PageFree {
+    PagePool* pool = nullptr;
+    void operator()(Page* p) const { pool->put(p); }
   };
   // Keyed by the page's number within its shard (idx >> shard_bits_), so
   // each shard's keys are dense and its trees as shallow as they can be.
-  using PageMap = base::RadixMap<Page>;
+  using PageMap = base::RadixMap<Page, PageFree>;
   struct alignas(64) Shard {
     std::mutex mu;
+    PagePool pool;  // before the maps: they free into it as they go
     PageMap backing;
     PageMap cache;
     uint64_t evict_from = 0;  // the key the next eviction searches from
   };
+  // A zeroed page owned by nothing yet, or empty when memory ran out.
+  static PageMap::Owned new_page(Shard& s) {
+    return PageMap::Owned(static_cast<Page*>(s.pool.get()), PageFree{&s.pool});
+  }
 
   Shard& shard_of(uint64_t idx) { return shards_[idx & shard_mask_]; }
   uint64_t key_of(uint64_t idx) const { return idx >> shard_bits_; }
