@@ -2,12 +2,14 @@
 // from mappings of many pages at once.
 //
 // Why not new/malloc: a page allocated on the submitting thread comes from
-// glibc's arena for that thread, which grows its heap with an mprotect per
-// 128 KiB, and an aligned allocation wastes most of a second page. Filling
-// an in-memory NBD export that way spent 17 % of the server's time in
-// sysmalloc, 11 % of it in mprotect (docs/PERFORMANCE.md §12). A chunk
-// here is one mmap, faulted in whole (MAP_POPULATE: one zeroing pass in the
-// kernel instead of a fault per page).
+// glibc's arena for that thread, which grows its heap by mprotect in steps
+// of about 128 KiB, and a freed page stays in the arena (the process keeps
+// the memory). Filling an in-memory NBD export that way spent 17 % of the
+// server's time in sysmalloc, 11 % of it in mprotect (docs/PERFORMANCE.md
+// §12). A chunk here is one mmap, faulted in whole (MAP_POPULATE: one
+// zeroing pass in the kernel instead of a fault per page); that measured no
+// faster, since the kernel's zeroing is the cost, but discarded memory now
+// goes back (below).
 //
 // A page given back is kept for reuse (zeroed by hand when handed out
 // again) until release(), which gives its memory back to the kernel
