@@ -76,12 +76,12 @@ build/tsan/build.ninja:
 test-asan: deps build/asan/build.ninja
 	cmake --build build/asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  BLKMQ_STRESS_SCALE=0.5 ctest --test-dir build/asan --output-on-failure -L 'concurrency|stress|rbd'
+	  BLKMQ_STRESS_SCALE=0.5 ctest --test-dir build/asan --output-on-failure -j $(JOBS) -L 'concurrency|stress|rbd'
 
 test-tsan: deps build/tsan/build.ninja
 	cmake --build build/tsan -j $(JOBS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	  BLKMQ_STRESS_SCALE=0.25 setarch -R ctest --test-dir build/tsan --output-on-failure -L 'concurrency|stress'
+	  BLKMQ_STRESS_SCALE=0.25 setarch -R ctest --test-dir build/tsan --output-on-failure -j $(JOBS) -L 'concurrency|stress'
 
 # Two fuzzers. nbd_fuzz needs only the NBD codec (pure, no blkmq engine), so
 # it is built straight from those sources. nbd_conn_fuzz drives a real
