@@ -357,7 +357,7 @@ bool sched_try_insert_merge(Queue* qp, Request* rq, ListNode* free_list) {
   return merged;
 }
 
-void free_requests(ListNode* list) {
+void free_requests_nonempty(ListNode* list) {
   while (!list->empty()) {
     Request* rq = list_entry<Request, &Request::queuelist>(list->next);
     ListNode::unlink(&rq->queuelist);

@@ -152,8 +152,16 @@ bool sched_try_insert_merge(Queue* q, Request* rq, ListNode* free_list);
 // the lock that protects `list` held. Returns true if the bio merged.
 bool bio_list_merge(Queue* q, ListNode* list, Bio* bio, unsigned nr_segs);
 
+// free_requests' work once the list is known not to be empty. Any context.
+void free_requests_nonempty(ListNode* list);
+
 // Frees requests linked through queuelist (blk_mq_free_requests). Any context.
-void free_requests(ListNode* list);
+// Inline because schedulers call it after every insert, dispatch and bio
+// merge and the list is nearly always empty: then the test is all it costs
+// (it was a call, 17 instructions, twice per I/O under mq-deadline).
+inline void free_requests(ListNode* list) {
+  if (!list->empty()) free_requests_nonempty(list);
+}
 
 // Request facts schedulers need.
 // May rq take more merges (has data, no NOMERGE/FUA/PREFLUSH, not a flush
