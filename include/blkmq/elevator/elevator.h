@@ -152,7 +152,8 @@ bool sched_try_insert_merge(Queue* q, Request* rq, ListNode* free_list);
 // the lock that protects `list` held. Returns true if the bio merged.
 bool bio_list_merge(Queue* q, ListNode* list, Bio* bio, unsigned nr_segs);
 
-// free_requests' work once the list is known not to be empty. Any context.
+// free_requests' out-of-line part, for a list known not to be empty (call
+// free_requests). Any context; one free_request per entry.
 void free_requests_nonempty(ListNode* list);
 
 // Frees requests linked through queuelist (blk_mq_free_requests). Any context.
